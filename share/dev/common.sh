@@ -1,0 +1,45 @@
+# Shared by share/dev/start and share/dev/test: what Sandgate needs from
+# Debian and npm, installed only when missing. Sourced, not run.
+
+sandgate_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build_dir=${SANDGATE_BUILD_DIR:-$sandgate_root/build}
+
+build_packages=(
+  cmake g++ make pkg-config
+  libzmq3-dev cppzmq-dev libssl-dev nlohmann-json3-dev
+  libboost1.81-dev libseccomp-dev libsqlite3-dev
+  xeus-dev xeus-python-dev pybind11-dev python3-dev
+  python3-numpy python3-matplotlib python3-pandas python3-xeus-python-shell
+  libgtest-dev libgmock-dev libbenchmark-dev
+  bash coreutils procps util-linux iproute2
+)
+test_packages=(
+  python3-jupyter-client python3-ipykernel jupyter-notebook
+  clang-14 libclang-rt-14-dev
+  chromium fonts-dejavu-core
+)
+
+# Installs the named Debian packages that are not installed yet.
+install_missing() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    missing+=(nodejs npm)
+  fi
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "sandgate: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "sandgate: run as root to install packages (or install them yourself)" >&2
+    exit 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Configures and builds into $build_dir with the given extra cmake options.
+build_sandgate() {
+  cmake -S "$sandgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)"
+}
