@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace sandgate::protocol {
@@ -57,7 +58,8 @@ struct message {
 
 // Parse a header/parent_header JSON text into its routing fields. An empty
 // object gives empty fields. Returns an error for bad JSON or a non-object;
-// `require_ids` demands msg_id, msg_type and session.
+// `require_ids` demands msg_id and msg_type as strings (session may be
+// absent or empty: clients are not consistent about it).
 [[nodiscard]] std::error_code parse_header(std::string_view json, header_fields& out, bool require_ids);
 
 // A new message with a fresh msg_id and date. content must be a JSON object text.

@@ -10,7 +10,7 @@
 namespace sandgate::protocol {
 
 class signer {
-public:
+ public:
   signer() = default;  // unsigned
   // Throws std::invalid_argument for a scheme other than "hmac-sha256".
   signer(std::string key, std::string_view scheme = "hmac-sha256");
@@ -26,7 +26,7 @@ public:
                                        std::string_view parent_header, std::string_view metadata,
                                        std::string_view content) const;
 
-private:
+ private:
   std::string key_;
 };
 

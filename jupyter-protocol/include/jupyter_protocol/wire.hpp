@@ -15,6 +15,8 @@ inline constexpr std::string_view delimiter = "<IDS|MSG>";
 
 // Frames ready to send, signed with `s`.
 [[nodiscard]] std::vector<std::string> encode(const message& m, const signer& s);
+// The same, moving the message's parts into the frames instead of copying.
+[[nodiscard]] std::vector<std::string> encode(message&& m, const signer& s);
 
 // Decodes and verifies. Checks, in order: the delimiter, the frame count, the
 // signature length and digits, the HMAC (constant time), and only then the
