@@ -1,0 +1,82 @@
+#include "python_interpreter.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <utility>
+
+#include <pybind11/eval.h>
+#include <pybind11/stl.h>
+
+#include "sandgate_kernels/sigint_mask.hpp"
+#include "startup_script.hpp"
+
+namespace py = pybind11;
+
+namespace sandgate::python_kernel {
+namespace {
+
+// Clears a KeyboardInterrupt that Python recorded but has not raised yet.
+void clear_tripped_signal() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) {
+    PyErr_Clear();
+  }
+}
+
+class busy_flag {
+ public:
+  explicit busy_flag(std::atomic<bool>& flag) : flag_(flag) { flag_.store(true); }
+  ~busy_flag() { flag_.store(false); }
+  busy_flag(const busy_flag&) = delete;
+  busy_flag& operator=(const busy_flag&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
+};
+
+}  // namespace
+
+python_interpreter::python_interpreter(std::vector<std::string> preload_modules)
+    : preload_modules_(std::move(preload_modules)), cell_thread_(pthread_self()) {}
+
+void python_interpreter::interrupt() noexcept {
+  if (busy_.load()) {
+    // Thread-directed: only the cell thread has SIGINT unblocked for the cell.
+    // If the cell ends first, the signal stays pending and is dropped.
+    pthread_kill(cell_thread_, SIGINT);
+  }
+}
+
+void python_interpreter::configure_impl() {
+  xpyt::interpreter::configure_impl();
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  scope["__name__"] = "sandgate_startup";
+  scope["__builtins__"] = py::module_::import("builtins");
+  py::exec(startup_script, scope);
+  scope["setup"](m_ipython_shell, py::cast(preload_modules_));
+}
+
+nl::json python_interpreter::execute_request_impl(int execution_counter, const std::string& code, bool silent,
+                                                  bool store_history, nl::json user_expressions,
+                                                  bool allow_stdin) {
+  clear_tripped_signal();
+  nl::json reply;
+  {
+    const kernels::sigint_window window;
+    const busy_flag busy(busy_);
+    reply = xpyt::interpreter::execute_request_impl(execution_counter, code, silent, store_history,
+                                                    std::move(user_expressions), allow_stdin);
+  }
+  clear_tripped_signal();
+  return reply;
+}
+
+nl::json python_interpreter::kernel_info_request_impl() {
+  nl::json info = xpyt::interpreter::kernel_info_request_impl();
+  info["implementation"] = "sandgate-python";
+  info["implementation_version"] = SANDGATE_VERSION;
+  return info;
+}
+
+}  // namespace sandgate::python_kernel

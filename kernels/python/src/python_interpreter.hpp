@@ -1,0 +1,40 @@
+// The xeus-python interpreter with a working interrupt.
+#pragma once
+
+#include <pthread.h>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <xeus-python/xinterpreter.hpp>
+
+namespace sandgate::python_kernel {
+
+// Runs cells like xpython, plus:
+//  - SIGINT is accepted only on the main thread while a cell runs, where
+//    Python's handler turns it into KeyboardInterrupt; an idle SIGINT is
+//    dropped and never leaks into the next cell;
+//  - interrupt() (from interrupt_request on the control thread) does the same
+//    as a SIGINT sent to the process;
+//  - at configure time, the start-up script runs and the preload modules are
+//    imported.
+// Must be constructed on the thread that will run the shell loop (main).
+class python_interpreter final : public xpyt::interpreter {
+ public:
+  explicit python_interpreter(std::vector<std::string> preload_modules);
+
+  // Thread-safe; interrupts the running cell, no-op while idle.
+  void interrupt() noexcept;
+
+ private:
+  void configure_impl() override;
+  nl::json execute_request_impl(int execution_counter, const std::string& code, bool silent,
+                                bool store_history, nl::json user_expressions, bool allow_stdin) override;
+  nl::json kernel_info_request_impl() override;
+
+  std::vector<std::string> preload_modules_;  // imported during configure
+  pthread_t cell_thread_;                     // the thread that runs cells
+  std::atomic<bool> busy_{false};             // a cell is running
+};
+
+}  // namespace sandgate::python_kernel
