@@ -1,0 +1,65 @@
+// One cgroup per sandbox with its limits, under a common parent:
+// v2: <root>/<parent>/<id>; v1: <root>/{memory,pids,cpu}/<parent>/<id>.
+// The version is detected at run time from what the host has mounted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandboxing/policy.hpp"
+#include "sandboxing/unique_fd.hpp"
+
+namespace sandgate::sandboxing {
+
+enum class cgroup_version { none, v1, v2 };
+
+struct cgroup_layout {
+  cgroup_version version = cgroup_version::none;
+  std::string root = "/sys/fs/cgroup";
+};
+
+// v2 when <root>/cgroup.controllers lists memory, else v1 when
+// <root>/memory is a v1 hierarchy, else none.
+cgroup_layout detect_cgroups(const std::string& root = "/sys/fs/cgroup");
+std::string_view to_string(cgroup_version version);
+
+// The oom_kill count in the text of memory.events (v2) or memory.oom_control (v1).
+std::uint64_t parse_oom_kill_count(std::string_view text);
+// The same, read afresh from an open counter file.
+std::uint64_t read_oom_kill_count(int fd);
+
+class cgroup {
+ public:
+  // Creates the sandbox's cgroup and writes the limits; throws sys_error
+  // naming the file. The parent is created (and its controllers enabled on v2).
+  static cgroup create(const cgroup_layout& layout, const std::string& parent, const std::string& id,
+                       const limits& l);
+  cgroup() = default;
+  cgroup(cgroup&&) noexcept = default;
+  cgroup& operator=(cgroup&&) noexcept = default;
+  ~cgroup();
+
+  // Moves a process (and its future children) into the cgroup.
+  void add(pid_t pid) const;
+  // A descriptor of memory.events (v2) / memory.oom_control (v1) for read_oom_kill_count.
+  unique_fd open_oom_counter() const;
+  // SIGKILLs every process in the cgroup until none is left (bounded wait).
+  void kill_all() const;
+  // Kills what is left and removes the directories; safe to call twice.
+  void remove();
+  const std::vector<std::string>& dirs() const noexcept { return dirs_; }
+
+ private:
+  cgroup_version version_ = cgroup_version::none;
+  std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, cpu
+};
+
+// Removes empty cgroups under the parent left by sandboxes that ended without
+// cleaning up (older than min_age_s, so a sandbox being set up is never hit).
+void sweep_stale_cgroups(const cgroup_layout& layout, const std::string& parent, long min_age_s);
+
+}  // namespace sandgate::sandboxing

@@ -1,0 +1,37 @@
+// The supervisor: pid 1 of the sandbox. A single-threaded epoll loop over a
+// signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT), a timerfd for the
+// TTL, and in control mode the listening control socket and one gateway
+// connection. It spawns confined programs, reaps every process (orphans
+// too), reports how each named child ended, and when the TTL expires or a
+// shutdown arrives kills everything and returns.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sandboxing/spawn.hpp"
+
+namespace sandgate::sandboxing {
+
+struct supervisor_config {
+  std::string id;
+  confinement confine;
+  std::map<std::string, std::string> base_env;  // policy env.set, under every spawn's env
+  std::int64_t expires_at = 0;                  // unix seconds
+  pid_t host_pid = 0;
+  pid_t outer_pid = 0;
+  std::uint32_t host_uid = 0;
+  std::uint32_t host_gid = 0;
+  int oom_counter_fd = -1;               // memory.events / memory.oom_control, or -1
+  int listen_fd = -1;                    // control mode: the listening socket
+  std::optional<spawn_spec> standalone;  // standalone mode: the one command
+};
+
+// Exit codes: standalone returns the command's status (code, or 128+signal),
+// 124 when the TTL ended it; control mode returns 0 (shutdown) or 124 (TTL).
+int run_supervisor(const supervisor_config& config);
+
+}  // namespace sandgate::sandboxing

@@ -1,0 +1,209 @@
+#include "sandboxing/cgroups.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <sstream>
+
+#include "sandboxing/sys_error.hpp"
+
+namespace sandgate::sandboxing {
+namespace {
+
+bool exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+void make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == -1 && errno != EEXIST) throw sys_error("mkdir(" + path + ")", errno);
+}
+
+std::vector<pid_t> read_procs(const std::string& dir) {
+  std::vector<pid_t> pids;
+  try {
+    std::istringstream in(read_file(dir + "/cgroup.procs"));
+    pid_t pid;
+    while (in >> pid)
+      pids.push_back(pid);
+  } catch (const sys_error&) {
+  }
+  return pids;
+}
+
+void sleep_ms(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000};
+  ::nanosleep(&ts, nullptr);
+}
+
+const char* const v1_controllers[] = {"memory", "pids", "cpu"};
+
+}  // namespace
+
+std::string_view to_string(cgroup_version version) {
+  switch (version) {
+    case cgroup_version::v1:
+      return "v1";
+    case cgroup_version::v2:
+      return "v2";
+    case cgroup_version::none:
+      break;
+  }
+  return "none";
+}
+
+cgroup_layout detect_cgroups(const std::string& root) {
+  cgroup_layout layout;
+  layout.root = root;
+  if (exists(root + "/cgroup.controllers")) {
+    try {
+      if (read_file(root + "/cgroup.controllers").find("memory") != std::string::npos) {
+        layout.version = cgroup_version::v2;
+        return layout;
+      }
+    } catch (const sys_error&) {
+    }
+  }
+  if (exists(root + "/memory/memory.limit_in_bytes") && exists(root + "/pids/cgroup.procs")) {
+    layout.version = cgroup_version::v1;
+  }
+  return layout;
+}
+
+std::uint64_t parse_oom_kill_count(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string key;
+  std::uint64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return 0;
+}
+
+std::uint64_t read_oom_kill_count(int fd) {
+  if (fd < 0) return 0;
+  char buffer[1024];
+  const ssize_t n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+  if (n <= 0) return 0;
+  return parse_oom_kill_count(std::string_view(buffer, static_cast<std::size_t>(n)));
+}
+
+cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, const std::string& id,
+                      const limits& l) {
+  cgroup group;
+  group.version_ = layout.version;
+  const auto quota_us = static_cast<long long>(std::llround(l.cpu * 100000.0));
+  if (layout.version == cgroup_version::v2) {
+    const std::string parent_dir = layout.root + "/" + parent;
+    make_dir(parent_dir);
+    for (const std::string& dir : {layout.root, parent_dir}) {
+      const std::string enabled = read_file(dir + "/cgroup.subtree_control");
+      for (const char* controller : {"memory", "pids", "cpu"}) {
+        if (enabled.find(controller) == std::string::npos) {
+          write_file(dir + "/cgroup.subtree_control", std::string("+") + controller);
+        }
+      }
+    }
+    const std::string dir = parent_dir + "/" + id;
+    if (::mkdir(dir.c_str(), 0755) == -1) throw sys_error("mkdir(" + dir + ")", errno);
+    group.dirs_.push_back(dir);
+    write_file(dir + "/memory.max", std::to_string(l.memory_bytes));
+    if (exists(dir + "/memory.swap.max")) write_file(dir + "/memory.swap.max", "0");
+    write_file(dir + "/pids.max", std::to_string(l.pids));
+    write_file(dir + "/cpu.max", std::to_string(quota_us) + " 100000");
+  } else if (layout.version == cgroup_version::v1) {
+    for (const char* controller : v1_controllers) {
+      const std::string parent_dir = layout.root + "/" + controller + "/" + parent;
+      make_dir(parent_dir);
+      const std::string dir = parent_dir + "/" + id;
+      if (::mkdir(dir.c_str(), 0755) == -1) throw sys_error("mkdir(" + dir + ")", errno);
+      group.dirs_.push_back(dir);
+    }
+    const std::string& memory = group.dirs_[0];
+    write_file(memory + "/memory.limit_in_bytes", std::to_string(l.memory_bytes));
+    if (exists(memory + "/memory.memsw.limit_in_bytes")) {
+      write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(l.memory_bytes));
+    }
+    write_file(group.dirs_[1] + "/pids.max", std::to_string(l.pids));
+    write_file(group.dirs_[2] + "/cpu.cfs_period_us", "100000");
+    write_file(group.dirs_[2] + "/cpu.cfs_quota_us", std::to_string(quota_us));
+  }
+  return group;
+}
+
+cgroup::~cgroup() {
+  remove();
+}
+
+void cgroup::add(pid_t pid) const {
+  for (const auto& dir : dirs_)
+    write_file(dir + "/cgroup.procs", std::to_string(pid));
+}
+
+unique_fd cgroup::open_oom_counter() const {
+  if (dirs_.empty()) return {};
+  const std::string path =
+      dirs_[0] + (version_ == cgroup_version::v2 ? "/memory.events" : "/memory.oom_control");
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw sys_error("open(" + path + ", O_RDONLY)", errno);
+  return fd;
+}
+
+void cgroup::kill_all() const {
+  if (dirs_.empty()) return;
+  if (version_ == cgroup_version::v2 && exists(dirs_[0] + "/cgroup.kill")) {
+    try {
+      write_file(dirs_[0] + "/cgroup.kill", "1");
+    } catch (const sys_error&) {
+    }
+  }
+  for (int round = 0; round < 200; ++round) {
+    bool any = false;
+    for (const auto& dir : dirs_) {
+      for (pid_t pid : read_procs(dir)) {
+        any = true;
+        ::kill(pid, SIGKILL);
+      }
+    }
+    if (!any) return;
+    sleep_ms(10);
+  }
+}
+
+void cgroup::remove() {
+  if (dirs_.empty()) return;
+  kill_all();
+  for (const auto& dir : dirs_) {
+    for (int round = 0; round < 100 && ::rmdir(dir.c_str()) == -1 && errno == EBUSY; ++round)
+      sleep_ms(10);
+  }
+  dirs_.clear();
+}
+
+void sweep_stale_cgroups(const cgroup_layout& layout, const std::string& parent, long min_age_s) {
+  std::vector<std::string> parents;
+  if (layout.version == cgroup_version::v2) parents.push_back(layout.root + "/" + parent);
+  if (layout.version == cgroup_version::v1) {
+    for (const char* controller : v1_controllers)
+      parents.push_back(layout.root + "/" + controller + "/" + parent);
+  }
+  const time_t now = ::time(nullptr);
+  for (const auto& dir : parents) {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (const dirent* entry = ::readdir(d)) {
+      if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
+      const std::string child = dir + "/" + entry->d_name;
+      struct stat st {};
+      if (::stat(child.c_str(), &st) == 0 && now - st.st_mtime >= min_age_s) ::rmdir(child.c_str());
+    }
+    ::closedir(d);
+  }
+}
+
+}  // namespace sandgate::sandboxing

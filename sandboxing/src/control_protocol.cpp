@@ -1,0 +1,161 @@
+#include "sandboxing/control_protocol.hpp"
+
+#include <stdexcept>
+
+namespace sandgate::sandboxing::control {
+namespace {
+
+using json = nlohmann::json;
+
+class category : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "sandgate.control"; }
+  std::string message(int value) const override {
+    switch (static_cast<frame_errc>(value)) {
+      case frame_errc::frame_too_large:
+        return "control frame larger than 1 MiB";
+      case frame_errc::not_json:
+        return "control frame is not JSON";
+      case frame_errc::not_an_object:
+        return "control frame is not a JSON object";
+    }
+    return "unknown control frame error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& frame_category() noexcept {
+  static const category instance;
+  return instance;
+}
+
+std::string encode_frame(const json& message) {
+  const std::string text = message.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > max_frame_bytes) throw std::length_error("control frame larger than 1 MiB");
+  const auto n = static_cast<std::uint32_t>(text.size());
+  std::string frame;
+  frame.reserve(4 + text.size());
+  frame.push_back(static_cast<char>(n >> 24));
+  frame.push_back(static_cast<char>(n >> 16));
+  frame.push_back(static_cast<char>(n >> 8));
+  frame.push_back(static_cast<char>(n));
+  frame += text;
+  return frame;
+}
+
+void frame_decoder::feed(std::string_view bytes) {
+  if (offset_ > 0 && offset_ == buffer_.size()) {
+    buffer_.clear();
+    offset_ = 0;
+  }
+  buffer_.append(bytes);
+}
+
+std::optional<json> frame_decoder::next(std::error_code& ec) {
+  ec.clear();
+  if (buffer_.size() - offset_ < 4) return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + offset_);
+  const std::uint32_t n =
+      (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  if (n > max_frame_bytes) {
+    ec = frame_errc::frame_too_large;
+    return std::nullopt;
+  }
+  if (buffer_.size() - offset_ - 4 < n) return std::nullopt;
+  json message = json::parse(std::string_view(buffer_).substr(offset_ + 4, n), nullptr, false);
+  offset_ += 4 + n;
+  if (offset_ == buffer_.size()) {
+    buffer_.clear();
+    offset_ = 0;
+  } else if (offset_ > 64 * 1024) {
+    buffer_.erase(0, offset_);
+    offset_ = 0;
+  }
+  if (message.is_discarded()) {
+    ec = frame_errc::not_json;
+    return std::nullopt;
+  }
+  if (!message.is_object()) {
+    ec = frame_errc::not_an_object;
+    return std::nullopt;
+  }
+  return message;
+}
+
+void to_json(json& j, const spawn_request& m) {
+  j = {{"op", "spawn"}, {"req", m.req}, {"id", m.id}, {"argv", m.argv}, {"env", m.env}, {"cwd", m.cwd}};
+  if (!m.log.empty()) j["log"] = m.log;
+}
+
+void from_json(const json& j, spawn_request& m) {
+  m.req = j.value("req", std::uint64_t{0});
+  m.id = j.at("id").get<std::string>();
+  m.argv = j.at("argv").get<std::vector<std::string>>();
+  m.env = j.value("env", std::map<std::string, std::string>{});
+  m.cwd = j.value("cwd", std::string("/workspace"));
+  m.log = j.value("log", std::string());
+}
+
+void to_json(json& j, const signal_request& m) {
+  j = {{"op", "signal"}, {"req", m.req}, {"id", m.id}, {"signal", m.signal}, {"group", m.group}};
+}
+
+void from_json(const json& j, signal_request& m) {
+  m.req = j.value("req", std::uint64_t{0});
+  m.id = j.at("id").get<std::string>();
+  m.signal = j.at("signal").get<int>();
+  m.group = j.value("group", true);
+}
+
+void to_json(json& j, const reply& m) {
+  j = {{"req", m.req}, {"ok", m.ok}};
+  if (m.pid) j["pid"] = *m.pid;
+  if (!m.ok) j["error"] = m.error;
+}
+
+void from_json(const json& j, reply& m) {
+  m.req = j.value("req", std::uint64_t{0});
+  m.ok = j.at("ok").get<bool>();
+  if (j.contains("pid")) m.pid = j.at("pid").get<int>();
+  m.error = j.value("error", std::string());
+}
+
+void to_json(json& j, const ready_event& m) {
+  j = {{"event", "ready"},
+       {"id", m.id},
+       {"pid", m.pid},
+       {"outer_pid", m.outer_pid},
+       {"host_uid", m.host_uid},
+       {"host_gid", m.host_gid},
+       {"expires_at", m.expires_at},
+       {"children", m.children}};
+}
+
+void from_json(const json& j, ready_event& m) {
+  m.id = j.at("id").get<std::string>();
+  m.pid = j.at("pid").get<int>();
+  m.outer_pid = j.value("outer_pid", 0);
+  m.host_uid = j.at("host_uid").get<std::uint32_t>();
+  m.host_gid = j.at("host_gid").get<std::uint32_t>();
+  m.expires_at = j.at("expires_at").get<std::int64_t>();
+  m.children = j.value("children", std::vector<std::string>{});
+}
+
+void to_json(json& j, const exit_event& m) {
+  j = {{"event", "exit"}, {"id", m.id}};
+  if (m.code) j["code"] = *m.code;
+  if (m.signal) {
+    j["signal"] = *m.signal;
+    j["oom"] = m.oom;
+  }
+}
+
+void from_json(const json& j, exit_event& m) {
+  m.id = j.at("id").get<std::string>();
+  if (j.contains("code")) m.code = j.at("code").get<int>();
+  if (j.contains("signal")) m.signal = j.at("signal").get<int>();
+  m.oom = j.value("oom", false);
+}
+
+}  // namespace sandgate::sandboxing::control

@@ -1,0 +1,129 @@
+#include "sandboxing/spawn.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "sandboxing/privileges.hpp"
+#include "sandboxing/seccomp.hpp"
+#include "sandboxing/sys_error.hpp"
+#include "sandboxing/unique_fd.hpp"
+
+namespace sandgate::sandboxing {
+namespace {
+
+void reset_signals() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+void open_stdio(const spawn_spec& spec) {
+  if (spec.inherit_stdio) return;
+  unique_fd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!in) throw sys_error("open(/dev/null)", errno);
+  const std::string out_path = spec.log.empty() ? "/dev/null" : spec.log;
+  unique_fd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!out) throw sys_error("open(" + out_path + ", O_WRONLY|O_CREAT|O_APPEND)", errno);
+  check_sys(::dup2(in.get(), 0), "dup2(stdin)");
+  check_sys(::dup2(out.get(), 1), "dup2(stdout)");
+  check_sys(::dup2(out.get(), 2), "dup2(stderr)");
+}
+
+// Everything between fork and execve; throws on the first failed step.
+[[noreturn]] void become_program(const spawn_spec& spec, const confinement& c) {
+  reset_signals();
+  check_sys(::setsid(), "setsid()");
+  {
+    unique_fd adj(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+    if (adj) (void)!::write(adj.get(), "0", 1);
+  }
+  apply_rlimits(c.rlimits);
+  drop_privileges(c.uid, c.gid, c.may_setgroups);
+  open_stdio(spec);
+  check_sys(::chdir(spec.cwd.c_str()), "chdir(" + spec.cwd + ")");
+  set_no_new_privs();
+  const std::string program = resolve_program(spec.argv.at(0), spec.env);
+  std::vector<std::string> env_text;
+  for (const auto& [key, value] : spec.env)
+    env_text.push_back(key + "=" + value);
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  for (const auto& a : spec.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& e : env_text)
+    envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  check_sys(::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC),
+            "close_range(3, ~0, CLOSE_RANGE_CLOEXEC)");
+  load_seccomp_filter();
+  ::execve(program.c_str(), argv.data(), envp.data());
+  throw sys_error("execve(" + program + ")", errno);
+}
+
+}  // namespace
+
+std::string resolve_program(const std::string& argv0, const std::map<std::string, std::string>& env) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  const auto it = env.find("PATH");
+  const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::string dir = end > start ? path.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + argv0;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return argv0;
+}
+
+pid_t spawn_confined(const spawn_spec& spec, const confinement& c) {
+  if (spec.argv.empty() || spec.argv[0].empty()) throw std::runtime_error("spawn: argv must not be empty");
+  int pipe_fds[2];
+  check_sys(::pipe2(pipe_fds, O_CLOEXEC), "pipe2(O_CLOEXEC)");
+  unique_fd read_end(pipe_fds[0]);
+  unique_fd write_end(pipe_fds[1]);
+  const pid_t pid = static_cast<pid_t>(check_sys(::fork(), "fork()"));
+  if (pid == 0) {
+    read_end.reset();
+    std::string error;
+    try {
+      become_program(spec, c);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    (void)!::write(write_end.get(), error.data(), error.size());
+    ::_exit(127);
+  }
+  write_end.reset();
+  std::string error;
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+    if (n > 0) {
+      error.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  if (!error.empty()) {
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error(error);
+  }
+  return pid;
+}
+
+}  // namespace sandgate::sandboxing

@@ -1,0 +1,194 @@
+#include "sandboxing/supervisor.hpp"
+
+#include "supervisor_loop.hpp"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "sandboxing/cgroups.hpp"
+#include "sandboxing/control_connection.hpp"
+#include "sandboxing/control_protocol.hpp"
+#include "sandboxing/sys_error.hpp"
+
+namespace sandgate::sandboxing {
+namespace detail {
+
+using json = nlohmann::json;
+
+void supervisor::watch(int fd, std::uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  check_sys(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "epoll_ctl(ADD)");
+}
+
+int supervisor::run() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
+    sigaddset(&mask, sig);
+  check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
+  ::signal(SIGPIPE, SIG_IGN);
+  epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1")));
+  signals_.reset(static_cast<int>(check_sys(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), "signalfd")));
+  timer_.reset(static_cast<int>(check_sys(::timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK),
+                                          "timerfd_create(CLOCK_REALTIME)")));
+  itimerspec expiry{};
+  expiry.it_value.tv_sec = config_.expires_at;
+  check_sys(::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &expiry, nullptr), "timerfd_settime(ttl)");
+  watch(signals_.get(), EPOLLIN);
+  watch(timer_.get(), EPOLLIN);
+  if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
+  oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
+
+  if (config_.standalone) {
+    try {
+      main_pid_ = spawn_confined(*config_.standalone, config_.confine);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sandgate-sandbox: %s\n", e.what());
+      return 127;
+    }
+  }
+  while (!exit_code_) {
+    epoll_event events[8];
+    const int n = ::epoll_wait(epoll_.get(), events, 8, -1);
+    if (n < 0 && errno == EINTR) continue;
+    check_sys(n, "epoll_wait");
+    for (int i = 0; i < n && !exit_code_; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == signals_.get()) {
+        on_signal();
+      } else if (fd == timer_.get()) {
+        if (!config_.standalone)
+          std::fprintf(stderr, "sandgate-sandbox: %s: ttl expired\n", config_.id.c_str());
+        finish(standalone_ttl_exit);
+      } else if (fd == config_.listen_fd) {
+        on_accept();
+      } else if (connection_ && fd == connection_->fd()) {
+        on_connection(events[i].events);
+      }
+    }
+  }
+  return *exit_code_;
+}
+
+void supervisor::on_signal() {
+  signalfd_siginfo info{};
+  while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      reap();
+    } else if (config_.standalone && main_pid_ > 0) {
+      ::kill(-main_pid_, sig);  // the command decides what an interrupt means
+    } else {
+      finish(0);
+      return;
+    }
+  }
+}
+
+void supervisor::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    control::exit_event event;
+    if (WIFEXITED(status)) {
+      event.code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      event.signal = WTERMSIG(status);
+      const std::uint64_t kills = read_oom_kill_count(config_.oom_counter_fd);
+      event.oom = kills > oom_kills_seen_;
+      oom_kills_seen_ = kills;
+    } else {
+      continue;
+    }
+    if (pid == main_pid_) {
+      if (event.oom) std::fprintf(stderr, "sandgate-sandbox: killed by the out-of-memory killer\n");
+      finish(event.code ? *event.code : 128 + *event.signal);
+      return;
+    }
+    const auto name = names_.find(pid);
+    if (name == names_.end()) continue;  // an orphan, or a spawn that failed
+    event.id = name->second;
+    children_.erase(name->second);
+    names_.erase(name);
+    report(event);
+  }
+}
+
+void supervisor::report(const control::exit_event& event) {
+  json message = event;
+  if (connection_) {
+    connection_->send(message);
+    if (connection_->broken()) drop_connection();
+    return;
+  }
+  if (undelivered_.size() == max_queued_events) undelivered_.pop_front();
+  undelivered_.push_back(std::move(message));
+}
+
+void supervisor::on_accept() {
+  unique_fd fd(::accept4(config_.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+  if (!fd) return;
+  drop_connection();  // the newest gateway connection wins
+  connection_ = std::make_unique<control_connection>(std::move(fd));
+  watch(connection_->fd(), EPOLLIN);
+  control::ready_event ready{
+      config_.id, config_.host_pid, config_.outer_pid, config_.host_uid, config_.host_gid, config_.expires_at,
+      {}};
+  for (const auto& [id, pid] : children_)
+    ready.children.push_back(id);
+  connection_->send(json(ready));
+  while (!undelivered_.empty() && connection_ && !connection_->broken()) {
+    connection_->send(undelivered_.front());
+    undelivered_.pop_front();
+  }
+  if (connection_->broken()) drop_connection();
+}
+
+void supervisor::drop_connection() {
+  if (!connection_) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, connection_->fd(), nullptr);
+  connection_.reset();
+}
+
+void supervisor::on_connection(std::uint32_t events) {
+  if (events & EPOLLOUT) {
+    if (!connection_->flush()) return drop_connection();
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    const bool open = connection_->read_some();
+    while (connection_ && !exit_code_) {
+      auto message = connection_->next_message();
+      if (!message) break;
+      handle(*message);
+    }
+    if (exit_code_ || !connection_) return;
+    if (!open || connection_->broken()) return drop_connection();
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | (connection_->wants_write() ? EPOLLOUT : 0u);
+  ev.data.fd = connection_->fd();
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, connection_->fd(), &ev);
+}
+
+}  // namespace detail
+
+int run_supervisor(const supervisor_config& config) {
+  detail::supervisor s(config);
+  return s.run();
+}
+
+}  // namespace sandgate::sandboxing
