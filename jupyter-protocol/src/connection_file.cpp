@@ -118,7 +118,8 @@ std::string to_json(const connection_info& info) {
 
 connection_info connection_info_from_json(std::string_view text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw std::invalid_argument("connection file: invalid JSON");
+  if (j.is_discarded() || text.find('\0') != std::string_view::npos)
+    throw std::invalid_argument("connection file: invalid JSON");
   if (!j.is_object()) throw std::invalid_argument("connection file: not a JSON object");
   connection_info info;
   info.transport = string_field(j, "transport", "tcp");

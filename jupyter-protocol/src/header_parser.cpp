@@ -3,6 +3,8 @@
 #include <jupyter_protocol/errors.hpp>
 #include <jupyter_protocol/message.hpp>
 
+#include "json_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace sandgate::protocol {
@@ -100,6 +102,7 @@ class header_sax {
 
 std::error_code parse_header(std::string_view text, header_fields& out, bool require_ids) {
   out = header_fields{};
+  if (detail::contains_nul(text)) return protocol_errc::bad_json;
   header_sax sax{out};
   const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &sax);
   if (!ok) {

@@ -49,7 +49,7 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 std::error_code check_json_object(std::string_view text) {
-  if (!nlohmann::json::accept(text)) return protocol_errc::bad_json;
+  if (contains_nul(text) || !nlohmann::json::accept(text)) return protocol_errc::bad_json;
   const std::size_t pos = skip_whitespace(text, 0);
   if (pos >= text.size() || text[pos] != '{') return protocol_errc::not_an_object;
   return {};

@@ -13,6 +13,13 @@ namespace sandgate::protocol::detail {
 // control characters; other bytes, including UTF-8, are copied as they are).
 void append_json_string(std::string& out, std::string_view s);
 
+// nlohmann's lexer takes a NUL byte for the end of input, so "{}\0junk"
+// would pass as valid; a raw NUL is never valid JSON, so callers reject it
+// before handing text to nlohmann.
+[[nodiscard]] inline bool contains_nul(std::string_view text) noexcept {
+  return text.find('\0') != std::string_view::npos;
+}
+
 // Ok when `text` is valid JSON whose value is an object; bad_json or
 // not_an_object otherwise.
 [[nodiscard]] std::error_code check_json_object(std::string_view text);

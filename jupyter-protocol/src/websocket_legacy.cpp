@@ -59,7 +59,7 @@ std::string_view null_as_absent(std::string_view value) {
 // Decodes the JSON object of a legacy message (text frame, or the first part
 // of a binary one). Only the member spans are copied; nothing is re-serialised.
 std::error_code decode_legacy_json(std::string_view text, channel& c, message& out) {
-  if (!nlohmann::json::accept(text)) return protocol_errc::bad_json;
+  if (detail::contains_nul(text) || !nlohmann::json::accept(text)) return protocol_errc::bad_json;
   detail::message_parts parts;
   std::string_view channel_literal;
   bool has_header = false;

@@ -113,6 +113,7 @@ TEST(parse_header, fields_and_errors) {
   EXPECT_EQ(parse_header("", h, false), protocol_errc::bad_json);
   EXPECT_EQ(parse_header("{\"a\":1", h, false), protocol_errc::bad_json);
   EXPECT_EQ(parse_header("{} x", h, false), protocol_errc::bad_json);
+  EXPECT_EQ(parse_header(std::string("{}\0x", 4), h, false), protocol_errc::bad_json);
   EXPECT_EQ(parse_header("{\"a\":\"\xff\"}", h, false), protocol_errc::bad_json);
   // Nested values with the same names do not count.
   ASSERT_FALSE(parse_header(

@@ -168,6 +168,7 @@ TEST(websocket_legacy, malformed_inputs_each_have_their_error) {
       {"trailing garbage", good + "x", false, protocol_errc::bad_json},
       {"invalid utf-8", "{" + h + ",\"channel\":\"shell\",\"content\":{\"t\":\"\xc3\"}}", false,
        protocol_errc::bad_json},
+      {"nul then junk", good + std::string(1, '\0') + "junk", false, protocol_errc::bad_json},
       {"array", "[1]", false, protocol_errc::not_an_object},
       {"no channel", "{" + h + "}", false, protocol_errc::bad_channel},
       {"unknown channel", "{" + h + R"(,"channel":"shel"})", false, protocol_errc::bad_channel},

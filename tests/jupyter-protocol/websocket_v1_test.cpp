@@ -104,6 +104,8 @@ TEST(websocket_v1, malformed_inputs_each_have_their_error) {
       {"parent bad json", v1_frame({"shell", h, "{]", "{}", "{}"}), protocol_errc::bad_json},
       {"metadata not object", v1_frame({"shell", h, "{}", "1", "{}"}), protocol_errc::not_an_object},
       {"content bad json", v1_frame({"shell", h, "{}", "{}", "{\"a\":}"}), protocol_errc::bad_json},
+      {"metadata nul then junk", v1_frame({"shell", h, "{}", std::string("{}\0junk", 7), "{}"}),
+       protocol_errc::bad_json},
       {"content not object", v1_frame({"shell", h, "{}", "{}", "\"s\""}), protocol_errc::not_an_object},
   };
   for (const auto& r : rows) {

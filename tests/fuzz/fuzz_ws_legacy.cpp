@@ -1,0 +1,61 @@
+// libFuzzer target: the legacy JSON WebSocket decoder.
+// Input: one flag byte (bit 0: binary frame), then the frame.
+// A decoded message must survive a legacy and a v1 round trip unchanged.
+
+#include <jupyter_protocol/websocket.hpp>
+#include <jupyter_protocol/wire.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+using namespace sandgate::protocol;
+
+namespace {
+
+// Aborts (a finding) with the failed condition's text.
+#define check(condition)                                          \
+  do {                                                            \
+    if (!(condition)) {                                           \
+      std::fprintf(stderr, "invariant failed: %s\n", #condition); \
+      std::abort();                                               \
+    }                                                             \
+  } while (false)
+
+void check_same(const message& a, const message& b) {
+  check(a.header == b.header && a.parent_header == b.parent_header && a.metadata == b.metadata &&
+        a.content == b.content && a.buffers == b.buffers && a.head.msg_id == b.head.msg_id &&
+        a.head.msg_type == b.head.msg_type && a.parent.msg_id == b.parent.msg_id);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const bool binary = (data[0] & 1) != 0;
+  const std::string_view frame(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  channel c = channel::hb;
+  message m;
+  if (decode_legacy(frame, binary, c, m)) return 0;
+
+  const auto encoded = encode_legacy(c, m);
+  channel c2 = channel::hb;
+  message again;
+  check(!decode_legacy(encoded.data, encoded.binary, c2, again));
+  check(c2 == c);
+  check_same(again, m);
+
+  channel c3 = channel::hb;
+  message from_v1;
+  check(!decode_v1(encode_v1(c, m), c3, from_v1));
+  check(c3 == c);
+  check_same(from_v1, m);
+
+  const signer s{"fuzz-key"};
+  message from_wire;
+  check(!decode(encode(m, s), s, from_wire));
+  check_same(from_wire, m);
+  return 0;
+}
