@@ -1,0 +1,58 @@
+#pragma once
+// The gateway's configuration. Every option can come from the command line,
+// from the environment (SANDGATE_<NAME>), or from a JSON config file
+// (--config), in that order of precedence. Limits carry their unit.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandgate::gateway {
+
+struct config {
+  std::string ip = "127.0.0.1";
+  std::uint16_t port = 8888;
+  std::optional<std::string> auth_token;  // unset: generate one; "" (explicit): auth off on loopback
+  std::filesystem::path state_dir = ".sandgate";
+  std::string default_kernel;  // empty: "python" if present, else the first spec
+  std::size_t max_kernels = 64;
+  std::string allow_origin;  // CORS; empty: same-origin only
+  std::string base_url = "/";
+  std::filesystem::path certfile;
+  std::filesystem::path keyfile;
+  std::vector<std::filesystem::path> kernel_paths;  // extra kernelspec dirs
+  std::filesystem::path policy_file;             // default sandbox policy; empty: the installed default.json
+  std::vector<std::string> unsandboxed_kernels;  // kernelspecs the operator lets run outside a sandbox
+  std::uint16_t node_id = 0;
+  std::string log_level = "info";
+
+  // Limits.
+  std::size_t http_header_limit_bytes = 16 * 1024;
+  std::size_t http_body_limit_bytes = 64 * 1024 * 1024;
+  std::size_t ws_message_limit_bytes = 64 * 1024 * 1024;
+  std::size_t client_queue_limit_bytes = 256 * 1024 * 1024;
+  std::size_t replay_buffer_limit_bytes = 32 * 1024 * 1024;
+  unsigned http_idle_timeout_s = 300;
+  unsigned kernel_start_timeout_s = 60;
+  unsigned kernel_shutdown_grace_s = 3;
+  unsigned replay_retention_s = 600;
+  unsigned max_kernel_restarts = 5;
+};
+
+// Thrown for bad options, with a message meant for the operator.
+struct config_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv (and the environment and --config file). Returns nothing when
+// --help or --version printed and the program should exit 0.
+[[nodiscard]] std::optional<config> parse_config(int argc, char** argv,
+                                                 const std::map<std::string, std::string>& env);
+
+[[nodiscard]] std::string config_help();
+
+}  // namespace sandgate::gateway

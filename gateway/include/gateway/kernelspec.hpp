@@ -1,0 +1,50 @@
+#pragma once
+// Kernelspec discovery from the Jupyter data paths: JUPYTER_PATH, the
+// install's share/jupyter/kernels (found beside the executable), the user
+// and system data dirs, and any --kernel-path. The first one found wins.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandgate::gateway {
+
+struct kernelspec {
+  std::string name;
+  std::filesystem::path dir;
+  std::vector<std::string> argv;
+  std::string display_name;
+  std::string language;
+  std::string interrupt_mode = "signal";  // "signal" or "message"
+  std::map<std::string, std::string> env;
+  std::string raw_json;                // kernel.json as on disk, for the REST "spec"
+  std::vector<std::string> resources;  // file names beside kernel.json (logos, ...)
+};
+
+class kernelspec_catalog {
+ public:
+  explicit kernelspec_catalog(std::vector<std::filesystem::path> search_dirs);
+
+  // Re-reads the directories (cheap; done on each listing so new specs appear).
+  void refresh();
+
+  [[nodiscard]] const std::map<std::string, kernelspec>& all() const noexcept { return specs_; }
+  [[nodiscard]] const kernelspec* find(const std::string& name) const;
+  [[nodiscard]] const std::vector<std::filesystem::path>& search_dirs() const noexcept { return dirs_; }
+
+  // The standard search dirs: extra, $JUPYTER_PATH, <exe>/../share/jupyter,
+  // ~/.local/share/jupyter, /usr/local/share/jupyter, /usr/share/jupyter.
+  [[nodiscard]] static std::vector<std::filesystem::path> default_dirs(
+      const std::vector<std::filesystem::path>& extra, const std::filesystem::path& exe_dir);
+
+ private:
+  std::vector<std::filesystem::path> dirs_;  // each a ".../kernels" dir
+  std::map<std::string, kernelspec> specs_;
+};
+
+// Parses one kernel.json; nothing (and a logged warning) when it is unusable.
+[[nodiscard]] std::optional<kernelspec> load_kernelspec(const std::filesystem::path& dir);
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,193 @@
+// /api, /api/kernelspecs, /kernelspecs/{name}/{file} and /api/kernels.
+#include "router.hpp"
+
+#include <gateway/ids.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace sandgate::gateway {
+namespace http = boost::beast::http;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::size_t max_env_entries = 256;
+constexpr std::size_t max_env_value_bytes = 64 * 1024;
+
+// Parses a request body that must be a JSON object (an empty body is {}).
+std::optional<json> body_object(const std::string& body, std::string& error) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) {
+    error = "Malformed JSON in the request body";
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    error = "The request body must be a JSON object";
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::optional<std::map<std::string, std::string>> parse_env(const json& body, std::string& error) {
+  std::map<std::string, std::string> env;
+  if (!body.contains("env") || body["env"].is_null()) return env;
+  const auto& e = body["env"];
+  if (!e.is_object() || e.size() > max_env_entries) {
+    error = "\"env\" must be an object of at most 256 string values";
+    return std::nullopt;
+  }
+  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& [k, v] : e.items()) {
+    if (!std::regex_match(k, name_re) || !v.is_string() ||
+        v.get_ref<const std::string&>().size() > max_env_value_bytes) {
+      error = "\"env\": bad entry \"" + k + "\" (names are identifiers, values strings)";
+      return std::nullopt;
+    }
+    env[k] = v.get<std::string>();
+  }
+  return env;
+}
+
+std::string content_type_for(const std::string& file) {
+  auto ends = [&](std::string_view ext) {
+    return file.size() >= ext.size() && file.compare(file.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends(".png")) return "image/png";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".js")) return "application/javascript";
+  if (ends(".css")) return "text/css";
+  if (ends(".json")) return "application/json";
+  return "application/octet-stream";
+}
+
+}  // namespace
+
+void router::get_api(context& ctx) {
+  ctx.reply(ctx.json(http::status::ok,
+                     {{"version", "2.0.0"}, {"server", "sandgate"}, {"sandgate_version", "0.1.0"}}));
+}
+
+json router::kernelspec_model(const kernelspec& spec) const {
+  json resources = json::object();
+  for (const auto& file : spec.resources) {
+    auto dot = file.rfind('.');
+    resources[dot == std::string::npos ? file : file.substr(0, dot)] =
+        cfg_.base_url + "kernelspecs/" + spec.name + "/" + file;
+  }
+  auto spec_json = json::parse(spec.raw_json, nullptr, false);
+  if (!spec_json.is_object()) spec_json = json::object();
+  spec_json["interrupt_mode"] = spec.interrupt_mode;
+  return {{"name", spec.name}, {"spec", spec_json}, {"resources", resources}};
+}
+
+void router::get_kernelspecs(context& ctx) {
+  kernels_.specs().refresh();
+  json specs = json::object();
+  for (const auto& [name, spec] : kernels_.specs().all())
+    specs[name] = kernelspec_model(spec);
+  ctx.reply(
+      ctx.json(http::status::ok, {{"default", kernels_.default_kernel_name()}, {"kernelspecs", specs}}));
+}
+
+void router::get_kernelspec(context& ctx, const std::string& name) {
+  kernels_.specs().refresh();
+  const auto* spec = kernels_.specs().find(name);
+  if (!spec) return ctx.reply(ctx.error(http::status::not_found, "Kernel spec " + name + " not found"));
+  ctx.reply(ctx.json(http::status::ok, kernelspec_model(*spec)));
+}
+
+void router::get_kernelspec_resource(context& ctx, const std::string& name, const std::string& file) {
+  const auto* spec = kernels_.specs().find(name);
+  // Only files the catalog listed beside kernel.json: no path ever comes from the request.
+  if (!spec || std::find(spec->resources.begin(), spec->resources.end(), file) == spec->resources.end())
+    return ctx.reply(ctx.error(http::status::not_found, "No such kernelspec resource"));
+  std::ifstream in(spec->dir / file, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  response res{http::status::ok, ctx.req.version()};
+  res.set(http::field::content_type, content_type_for(file));
+  res.set(http::field::cache_control, "max-age=3600");
+  res.keep_alive(ctx.req.keep_alive());
+  res.body() = buf.str();
+  ctx.reply(std::move(res));
+}
+
+json router::kernel_model(const kernel& k) const {
+  return {{"id", k.id()},
+          {"name", k.name()},
+          {"last_activity", k.last_activity()},
+          {"execution_state", k.execution_state()},
+          {"connections", k.connections()}};
+}
+
+std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) {
+  auto k = is_uuid(id) ? kernels_.find(id) : nullptr;
+  if (!k || (ctx.principal != "admin" && k->owner() != ctx.principal)) {
+    ctx.reply(ctx.error(http::status::not_found, "Kernel does not exist: " + id));
+    return nullptr;
+  }
+  return k;
+}
+
+void router::list_kernels(context& ctx) {
+  json out = json::array();
+  for (const auto& k : kernels_.list())
+    if (ctx.principal == "admin" || k->owner() == ctx.principal) out.push_back(kernel_model(*k));
+  ctx.reply(ctx.json(http::status::ok, out));
+}
+
+void router::post_kernel(context& ctx) {
+  std::string error;
+  auto body = body_object(ctx.req.body(), error);
+  if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
+  if (body->contains("name") && !(*body)["name"].is_string() && !(*body)["name"].is_null())
+    return ctx.reply(ctx.error(http::status::bad_request, "\"name\" must be a string"));
+  auto env = parse_env(*body, error);
+  if (!env) return ctx.reply(ctx.error(http::status::bad_request, error));
+  const std::string name = body->value("name", json()).is_string() ? (*body)["name"].get<std::string>() : "";
+  auto self = ctx.shared_from_this();
+  kernels_.start_kernel(
+      name, std::move(*env), ctx.principal,
+      [this, self](std::shared_ptr<kernel> k, std::optional<api_error> err) {
+        if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
+        auto res = self->json(http::status::created, kernel_model(*k));
+        res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
+        self->reply(std::move(res));
+      });
+}
+
+void router::get_kernel(context& ctx, const std::string& id) {
+  if (auto k = own_kernel(ctx, id)) ctx.reply(ctx.json(http::status::ok, kernel_model(*k)));
+}
+
+void router::delete_kernel(context& ctx, const std::string& id) {
+  auto k = own_kernel(ctx, id);
+  if (!k) return;
+  sessions_.forget_kernel(id);
+  auto self = ctx.shared_from_this();
+  kernels_.shutdown_kernel(id, [self] { self->reply(self->empty(http::status::no_content)); });
+}
+
+void router::interrupt_kernel(context& ctx, const std::string& id) {
+  if (auto k = own_kernel(ctx, id)) {
+    k->interrupt();
+    ctx.reply(ctx.empty(http::status::no_content));
+  }
+}
+
+void router::restart_kernel(context& ctx, const std::string& id) {
+  auto k = own_kernel(ctx, id);
+  if (!k) return;
+  auto self = ctx.shared_from_this();
+  k->restart([this, self, k](const std::string& error) {
+    if (!error.empty()) return self->reply(self->error(http::status::conflict, "Restart failed: " + error));
+    self->reply(self->json(http::status::ok, kernel_model(*k)));
+  });
+}
+
+}  // namespace sandgate::gateway

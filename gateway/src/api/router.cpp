@@ -1,0 +1,234 @@
+#include "router.hpp"
+
+#include "../http/ws_session.hpp"
+
+#include <gateway/ids.hpp>
+#include <gateway/log.hpp>
+
+#include <boost/beast/websocket.hpp>
+#include <boost/url.hpp>
+#include <nlohmann/json.hpp>
+
+namespace sandgate::gateway {
+namespace http = boost::beast::http;
+using json = nlohmann::json;
+
+namespace {
+
+struct target {
+  std::vector<std::string> segments;
+  std::map<std::string, std::string> query;
+};
+
+std::optional<target> parse_target(std::string_view raw, std::string_view base_url) {
+  auto parsed = boost::urls::parse_origin_form(raw);
+  if (!parsed) return std::nullopt;
+  const std::string path = parsed->path();  // percent-decoded
+  if (path.compare(0, base_url.size(), base_url) != 0 && path + "/" != base_url) return std::nullopt;
+  target t;
+  std::string rest = path.size() > base_url.size() ? path.substr(base_url.size()) : "";
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    auto end = rest.find('/', start);
+    if (end == std::string::npos) end = rest.size();
+    if (end > start) t.segments.push_back(rest.substr(start, end - start));
+    start = end + 1;
+  }
+  for (const auto& p : parsed->params())
+    t.query[p.key] = p.value;
+  return t;
+}
+
+}  // namespace
+
+router::router(const config& cfg, kernel_manager& kernels, std::string token)
+    : cfg_(cfg), kernels_(kernels), auth_(std::move(token)) {}
+
+router::response router::error_response(http::status status, std::string message, unsigned version,
+                                        bool keep_alive) {
+  response res{status, version};
+  res.set(http::field::server, "sandgate");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(keep_alive);
+  res.body() =
+      json{{"reason", std::string(http::obsolete_reason(status))}, {"message", std::move(message)}}.dump();
+  return res;
+}
+
+router::response router::context::json(http::status status, const nlohmann::json& body) const {
+  response res{status, req.version()};
+  res.set(http::field::server, "sandgate");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = body.dump();
+  return res;
+}
+
+router::response router::context::error(http::status status, std::string message) const {
+  return error_response(status, std::move(message), req.version(), req.keep_alive());
+}
+
+router::response router::context::empty(http::status status) const {
+  response res{status, req.version()};
+  res.set(http::field::server, "sandgate");
+  res.keep_alive(req.keep_alive());
+  return res;
+}
+
+void router::add_cors(const request& req, response& res) const {
+  if (cfg_.allow_origin.empty()) return;
+  const auto origin = req[http::field::origin];
+  if (cfg_.allow_origin == "*" || origin == cfg_.allow_origin) {
+    res.set(http::field::access_control_allow_origin, cfg_.allow_origin == "*" ? "*" : std::string(origin));
+    res.set(http::field::access_control_allow_credentials, "true");
+    res.set(http::field::vary, "Origin");
+  }
+}
+
+std::optional<router::response> router::authenticate(const request& req, const std::string& query_token,
+                                                     std::string& principal) {
+  switch (auth_.check(req[http::field::authorization], query_token)) {
+    case auth_result::ok:
+      principal = "admin";
+      return std::nullopt;
+    case auth_result::missing: {
+      auto res =
+          error_response(http::status::unauthorized, "A token is required (Authorization: token <token>)",
+                         req.version(), req.keep_alive());
+      res.set(http::field::www_authenticate, "token");
+      log::warn("auth_failed", {{"why", "missing"}, {"target", std::string(req.target())}});
+      return res;
+    }
+    case auth_result::wrong:
+      log::warn("auth_failed", {{"why", "wrong token"}});
+      return error_response(http::status::forbidden, "Invalid token", req.version(), req.keep_alive());
+  }
+  return std::nullopt;
+}
+
+void router::context::reply(response&& res) {
+  if (!respond) return;
+  owner->add_cors(req, res);
+  auto r = std::move(respond);
+  respond = nullptr;
+  r(std::move(res));
+}
+
+void router::handle(request&& req, responder respond) {
+  auto ctx = std::make_shared<context>();
+  ctx->owner = this;
+  ctx->req = std::move(req);
+  ctx->respond = std::move(respond);
+  try {
+    auto t = parse_target(ctx->req.target(), cfg_.base_url);
+    if (!t) return ctx->reply(ctx->error(http::status::not_found, "No such path"));
+    ctx->parts = std::move(t->segments);
+    if (ctx->req.method() == http::verb::options) {
+      auto res = ctx->empty(http::status::no_content);
+      res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
+      res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken");
+      return ctx->reply(std::move(res));
+    }
+    const auto token = t->query.count("token") ? t->query["token"] : std::string();
+    if (auto rejection = authenticate(ctx->req, token, ctx->principal))
+      return ctx->reply(std::move(*rejection));
+    dispatch(*ctx);
+  } catch (const std::exception& e) {
+    log::error("request_failed", {{"target", std::string(ctx->req.target())}, {"error", e.what()}});
+    ctx->reply(ctx->error(http::status::internal_server_error, "Internal error"));
+  }
+}
+
+void router::dispatch(context& ctx) {
+  const auto& p = ctx.parts;
+  const auto m = ctx.req.method();
+  auto method_not_allowed = [&] {
+    ctx.reply(ctx.error(http::status::method_not_allowed, "Method not allowed"));
+  };
+  const std::size_t n = p.size();
+  if (n >= 1 && p[0] == "kernelspecs" && n == 3)
+    return m == http::verb::get ? get_kernelspec_resource(ctx, p[1], p[2]) : method_not_allowed();
+  if (n == 0 || p[0] != "api") return ctx.reply(ctx.error(http::status::not_found, "No such path"));
+  if (n == 1) return m == http::verb::get ? get_api(ctx) : method_not_allowed();
+  if (p[1] == "kernelspecs") {
+    if (n == 2) return m == http::verb::get ? get_kernelspecs(ctx) : method_not_allowed();
+    if (n == 3) return m == http::verb::get ? get_kernelspec(ctx, p[2]) : method_not_allowed();
+  }
+  if (p[1] == "kernels") {
+    if (n == 2) {
+      if (m == http::verb::get) return list_kernels(ctx);
+      if (m == http::verb::post) return post_kernel(ctx);
+      return method_not_allowed();
+    }
+    if (n == 3) {
+      if (m == http::verb::get) return get_kernel(ctx, p[2]);
+      if (m == http::verb::delete_) return delete_kernel(ctx, p[2]);
+      return method_not_allowed();
+    }
+    if (n == 4 && p[3] == "interrupt")
+      return m == http::verb::post ? interrupt_kernel(ctx, p[2]) : method_not_allowed();
+    if (n == 4 && p[3] == "restart")
+      return m == http::verb::post ? restart_kernel(ctx, p[2]) : method_not_allowed();
+    if (n == 4 && p[3] == "channels")
+      return ctx.reply(
+          ctx.error(http::status::bad_request, "The channels endpoint needs a WebSocket upgrade"));
+  }
+  if (p[1] == "sessions") {
+    if (n == 2) {
+      if (m == http::verb::get) return list_sessions(ctx);
+      if (m == http::verb::post) return post_session(ctx);
+      return method_not_allowed();
+    }
+    if (n == 3) {
+      if (m == http::verb::get) return get_session(ctx, p[2]);
+      if (m == http::verb::patch) return patch_session(ctx, p[2]);
+      if (m == http::verb::delete_) return delete_session(ctx, p[2]);
+      return method_not_allowed();
+    }
+  }
+  ctx.reply(ctx.error(http::status::not_found, "No such path"));
+}
+
+std::optional<router::response> router::upgrade(request& req, boost::beast::tcp_stream& stream) {
+  auto t = parse_target(req.target(), cfg_.base_url);
+  auto reject = [&](http::status s, std::string msg) {
+    return error_response(s, std::move(msg), req.version(), false);
+  };
+  if (!t || t->segments.size() != 4 || t->segments[0] != "api" || t->segments[1] != "kernels" ||
+      t->segments[3] != "channels")
+    return reject(http::status::not_found, "No WebSocket endpoint here");
+  const auto origin = req[http::field::origin];
+  if (!origin.empty() && cfg_.allow_origin != "*" && origin != cfg_.allow_origin) {
+    auto host = std::string(req[http::field::host]);
+    auto scheme_end = origin.find("://");
+    if (scheme_end == std::string::npos || origin.substr(scheme_end + 3) != host)
+      return reject(http::status::forbidden, "Cross-origin WebSocket refused: " + std::string(origin));
+  }
+  std::string principal;
+  if (auto r = authenticate(req, t->query.count("token") ? t->query["token"] : "", principal)) {
+    r->keep_alive(false);
+    return r;
+  }
+  auto k = kernels_.find(t->segments[2]);
+  if (!k || (principal != "admin" && k->owner() != principal))
+    return reject(http::status::not_found, "Kernel does not exist: " + t->segments[2]);
+  bool v1 = false;
+  const auto offered = req[http::field::sec_websocket_protocol];
+  for (std::size_t start = 0; start < offered.size();) {
+    auto end = offered.find(',', start);
+    if (end == std::string::npos) end = offered.size();
+    auto item = offered.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (item == protocol::v1_subprotocol) v1 = true;
+    start = end + 1;
+  }
+  const std::string session_id = t->query.count("session_id") ? t->query["session_id"] : "";
+  ws_limits limits{cfg_.ws_message_limit_bytes, cfg_.client_queue_limit_bytes};
+  std::make_shared<ws_session>(std::move(stream), k, session_id, v1, limits)->run(std::move(req));
+  return std::nullopt;
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,26 @@
+#include "outgoing.hpp"
+
+namespace sandgate::gateway {
+
+std::shared_ptr<const encoded_frame> outgoing::legacy() {
+  if (!legacy_) {
+    auto frame = protocol::encode_legacy(channel_, msg_);
+    legacy_ = std::make_shared<const encoded_frame>(encoded_frame{std::move(frame.data), frame.binary});
+  }
+  return legacy_;
+}
+
+std::shared_ptr<const encoded_frame> outgoing::v1() {
+  if (!v1_)
+    v1_ = std::make_shared<const encoded_frame>(encoded_frame{protocol::encode_v1(channel_, msg_), true});
+  return v1_;
+}
+
+std::size_t outgoing::size_bytes() const noexcept {
+  std::size_t n = msg_.header.size() + msg_.parent_header.size() + msg_.metadata.size() + msg_.content.size();
+  for (const auto& b : msg_.buffers)
+    n += b.size();
+  return n;
+}
+
+}  // namespace sandgate::gateway

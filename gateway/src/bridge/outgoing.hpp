@@ -1,0 +1,48 @@
+#pragma once
+// A kernel message on its way to WebSocket clients. It is encoded at most
+// once per WebSocket protocol, and the encoded bytes are shared by every
+// client that receives it (serialize once, post to each).
+
+#include <jupyter_protocol/message.hpp>
+#include <jupyter_protocol/websocket.hpp>
+
+#include <memory>
+#include <string>
+
+namespace sandgate::gateway {
+
+struct encoded_frame {
+  std::string data;
+  bool binary = false;
+};
+
+class outgoing {
+ public:
+  outgoing(protocol::channel ch, protocol::message msg) : channel_(ch), msg_(std::move(msg)) {}
+
+  [[nodiscard]] protocol::channel channel() const noexcept { return channel_; }
+  [[nodiscard]] const protocol::message& message() const noexcept { return msg_; }
+
+  [[nodiscard]] std::shared_ptr<const encoded_frame> legacy();
+  [[nodiscard]] std::shared_ptr<const encoded_frame> v1();
+
+  // Bytes of the message's parts, for queue and buffer accounting.
+  [[nodiscard]] std::size_t size_bytes() const noexcept;
+
+ private:
+  protocol::channel channel_;
+  protocol::message msg_;
+  std::shared_ptr<const encoded_frame> legacy_;
+  std::shared_ptr<const encoded_frame> v1_;
+};
+
+// A WebSocket connection as a kernel sees it.
+class kernel_client {
+ public:
+  virtual ~kernel_client() = default;
+  [[nodiscard]] virtual const std::string& session_id() const noexcept = 0;
+  virtual void deliver(const std::shared_ptr<outgoing>& out) = 0;
+  virtual void close(unsigned short code, std::string reason) = 0;
+};
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,46 @@
+#include "server.hpp"
+
+#include "http_session.hpp"
+
+#include <gateway/log.hpp>
+
+namespace sandgate::gateway {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+server::server(asio::io_context& io, const tcp::endpoint& ep, router& r, http_limits limits)
+    : io_(io), acceptor_(io), router_(r), limits_(limits) {
+  acceptor_.open(ep.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  acceptor_.bind(ep);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+unsigned short server::port() const {
+  return acceptor_.local_endpoint().port();
+}
+
+void server::run() {
+  do_accept();
+}
+
+void server::stop() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+}
+
+void server::do_accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      socket.set_option(asio::socket_base::keep_alive(true), ec);
+      std::make_shared<http_session>(std::move(socket), router_, limits_)->run();
+    } else {
+      log::warn("accept_failed", {{"error", ec.message()}});
+    }
+    do_accept();
+  });
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,42 @@
+#pragma once
+// The HTTP + WebSocket listener: accepts TCP connections (TCP_NODELAY,
+// keep-alive), reads requests within explicit header, body and idle limits,
+// hands REST requests to the router and channel upgrades to ws_session.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace sandgate::gateway {
+
+class router;
+
+struct http_limits {
+  std::size_t header_bytes = 16 * 1024;
+  std::size_t body_bytes = 64 * 1024 * 1024;
+  std::chrono::seconds idle{300};
+};
+
+class server {
+ public:
+  server(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& ep, router& r,
+         http_limits limits);
+
+  void run();   // starts accepting
+  void stop();  // stops accepting; open connections end with their requests
+  [[nodiscard]] unsigned short port() const;
+
+ private:
+  void do_accept();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  router& router_;
+  http_limits limits_;
+};
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,68 @@
+#pragma once
+// One WebSocket on /api/kernels/{id}/channels: decodes client frames (legacy
+// JSON or v1.kernel.websocket.jupyter.org) into messages for the kernel, and
+// writes the kernel's messages back through a queue bounded in bytes. A
+// client that falls too far behind is closed; its session_id's output then
+// waits in the kernel's replay buffer.
+
+#include "../bridge/outgoing.hpp"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+
+namespace sandgate::gateway {
+
+class kernel;
+
+struct ws_limits {
+  std::size_t message_bytes = 64 * 1024 * 1024;  // largest client message
+  std::size_t queue_bytes = 256 * 1024 * 1024;   // output waiting for one client
+};
+
+class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session> {
+ public:
+  ws_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1,
+             ws_limits limits);
+
+  // Completes the handshake for `req` and starts relaying.
+  void run(boost::beast::http::request<boost::beast::http::string_body> req);
+
+  [[nodiscard]] const std::string& session_id() const noexcept override { return session_id_; }
+  void deliver(const std::shared_ptr<outgoing>& out) override;
+  void close(unsigned short code, std::string reason) override;
+
+ private:
+  void on_accept(boost::beast::error_code ec);
+  void do_read();
+  void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void do_write();
+  void on_write(boost::beast::error_code ec, std::size_t bytes);
+  void do_close();
+  void end();
+
+  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  boost::beast::flat_buffer buffer_;
+  std::shared_ptr<kernel> kernel_;
+  std::string session_id_;
+  bool v1_;
+  ws_limits limits_;
+  struct queued {
+    std::shared_ptr<outgoing> message;
+    std::shared_ptr<const encoded_frame> frame;
+  };
+  std::deque<queued> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::shared_ptr<const encoded_frame> in_flight_;
+  bool open_ = false;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool ended_ = false;
+  boost::beast::websocket::close_reason close_reason_;
+};
+
+}  // namespace sandgate::gateway

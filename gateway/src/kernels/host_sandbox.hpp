@@ -1,0 +1,43 @@
+#pragma once
+// The unsandboxed "sandbox": processes run on the host as the gateway's
+// user, each in a new session and process group, with only the environment
+// given. Used only for kernelspecs the operator lists in --unsandboxed-kernels.
+
+#include "sandbox.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <sys/types.h>
+#include <map>
+#include <memory>
+
+namespace sandgate::gateway {
+
+class host_sandbox final : public sandbox {
+ public:
+  host_sandbox(std::filesystem::path run_dir, std::filesystem::path workspace);
+  ~host_sandbox() override;
+
+  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) override;
+  void signal(const std::string& name, int sig) override;
+  void destroy() override;
+
+  [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
+  [[nodiscard]] std::filesystem::path run_dir_inside() const override { return run_dir_; }
+  [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
+  void hand_over(const std::filesystem::path&) override {}
+
+  // Reaps any of this process's children that ended; call on SIGCHLD.
+  static void reap_children();
+
+ private:
+  struct child {
+    pid_t pid;
+    exit_handler on_exit;
+  };
+  std::filesystem::path run_dir_;
+  std::filesystem::path workspace_;
+  std::map<std::string, pid_t> children_;
+};
+
+}  // namespace sandgate::gateway

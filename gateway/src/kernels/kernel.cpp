@@ -1,0 +1,433 @@
+#include "kernel.hpp"
+
+#include <gateway/ids.hpp>
+#include <gateway/log.hpp>
+#include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/wire.hpp>
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <csignal>
+
+namespace sandgate::gateway {
+namespace fs = std::filesystem;
+using protocol::channel;
+
+namespace {
+
+bool is_reply(const std::string& msg_type) {
+  return msg_type.size() > 6 && msg_type.compare(msg_type.size() - 6, 6, "_reply") == 0;
+}
+
+std::string replace_all(std::string s, std::string_view from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts,
+               std::unique_ptr<sandbox> box)
+    : io_(io),
+      zmq_(zmq),
+      opts_(std::move(opts)),
+      box_(std::move(box)),
+      session_(protocol::new_uuid4()),
+      last_activity_(protocol::iso8601_now()),
+      start_timer_(io),
+      probe_timer_(io),
+      stop_timer_(io) {
+  conn_.transport = "ipc";
+  conn_.ip = (box_->run_dir_inside() / "k").string();
+  conn_.shell_port = 1;
+  conn_.iopub_port = 2;
+  conn_.stdin_port = 3;
+  conn_.control_port = 4;
+  conn_.hb_port = 5;
+  conn_.key = random_hex(32);
+  conn_.kernel_name = opts_.spec.name;
+  signer_ = protocol::signer(conn_.key);
+}
+
+kernel::~kernel() {
+  close_channels();
+  if (box_) box_->destroy();
+}
+
+zmq_channel* kernel::channel_for(channel ch) {
+  switch (ch) {
+    case channel::shell:
+      return shell_.get();
+    case channel::control:
+      return control_.get();
+    case channel::stdin_:
+      return stdin_.get();
+    case channel::iopub:
+      return iopub_.get();
+    case channel::hb:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+void kernel::connect_channels() {
+  if (shell_) return;
+  auto host = conn_;
+  host.ip = (box_->run_dir_host() / "k").string();
+  auto bind = [this, &host](channel ch, zmq::socket_type type) {
+    std::weak_ptr<kernel> weak = weak_from_this();
+    return zmq_channel::connect(io_, zmq_, type, host.endpoint(ch), [weak, ch](std::vector<std::string>&& f) {
+      if (auto k = weak.lock()) k->on_kernel_message(ch, std::move(f));
+    });
+  };
+  shell_ = bind(channel::shell, zmq::socket_type::dealer);
+  control_ = bind(channel::control, zmq::socket_type::dealer);
+  stdin_ = bind(channel::stdin_, zmq::socket_type::dealer);
+  iopub_ = bind(channel::iopub, zmq::socket_type::sub);
+}
+
+void kernel::close_channels() {
+  for (auto* ch : {&shell_, &control_, &stdin_, &iopub_}) {
+    if (*ch) (*ch)->close();
+    ch->reset();
+  }
+}
+
+void kernel::start(done_handler done) {
+  phase_ = phase::starting;
+  launch(std::move(done));
+}
+
+void kernel::launch(done_handler done) {
+  start_done_ = std::move(done);
+  state_ = "starting";
+  const fs::path conn_host = box_->run_dir_host() / "connection.json";
+  const fs::path conn_inside = box_->run_dir_inside() / "connection.json";
+  try {
+    protocol::write_connection_file(conn_host, conn_);
+    box_->hand_over(conn_host);
+    connect_channels();
+  } catch (const std::exception& e) {
+    on_started(std::string("cannot prepare the kernel: ") + e.what());
+    return;
+  }
+  spawn_request req;
+  req.name = "kernel";
+  for (const auto& a : opts_.spec.argv)
+    req.argv.push_back(replace_all(replace_all(a, "{connection_file}", conn_inside.string()),
+                                   "{resource_dir}", opts_.spec.dir.string()));
+  req.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+             {"LANG", "C.UTF-8"},
+             {"HOME", box_->workspace_inside()},
+             {"JPY_SESSION_NAME", opts_.id}};
+  for (const auto& [k, v] : opts_.spec.env)
+    req.env[k] = v;
+  for (const auto& [k, v] : opts_.env)
+    req.env[k] = v;
+  req.cwd = box_->workspace_inside();
+
+  const unsigned gen = ++generation_;
+  auto self = shared_from_this();
+  box_->spawn(
+      req,
+      [self](const std::string& error) {
+        if (!error.empty()) return self->on_started(error);
+        self->process_running_ = true;
+        self->send_probe();
+      },
+      [self, gen](const exit_status& st) {
+        if (gen == self->generation_) self->on_process_exit(st);
+      });
+  start_timer_.expires_after(opts_.limits.start_timeout);
+  start_timer_.async_wait([self, gen](const boost::system::error_code& ec) {
+    if (ec || gen != self->generation_ || self->start_done_ == nullptr) return;
+    log::warn("kernel_start_timeout", {{"kernel_id", self->id()}});
+    self->stop_process([self](const std::string&) {
+      self->on_started("the kernel did not answer kernel_info within " +
+                       std::to_string(self->opts_.limits.start_timeout.count()) + " s");
+    });
+  });
+}
+
+void kernel::send_probe() {
+  if (!start_done_) return;
+  auto msg = protocol::make_message("kernel_info_request", "{}", session_);
+  probe_msg_id_ = msg.msg_id();
+  remember(msg.msg_id(), {{}, {}, true});
+  send_to_kernel(channel::shell, msg);
+  probe_timer_.expires_after(std::chrono::seconds(1));
+  probe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->send_probe();
+  });
+}
+
+void kernel::on_started(const std::string& error) {
+  if (!start_done_) return;
+  start_timer_.cancel();
+  probe_timer_.cancel();
+  auto done = std::move(start_done_);
+  start_done_ = nullptr;
+  if (error.empty()) {
+    phase_ = phase::running;
+    state_ = "idle";
+    log::info("kernel_ready", {{"kernel_id", id()}, {"kernel_name", name()}});
+  } else {
+    log::warn("kernel_start_failed", {{"kernel_id", id()}, {"error", error}});
+    finish_stop();
+  }
+  done(error);
+}
+
+void kernel::remember(const std::string& msg_id, pending_request req) {
+  if (msg_id.empty()) return;
+  if (pending_.emplace(msg_id, std::move(req)).second) pending_order_.push_back(msg_id);
+  while (pending_order_.size() > opts_.limits.max_pending_requests) {
+    pending_.erase(pending_order_.front());
+    pending_order_.pop_front();
+  }
+}
+
+void kernel::send_to_kernel(channel ch, const protocol::message& msg) {
+  auto* socket = channel_for(ch);
+  if (!socket) return;
+  if (!socket->send(protocol::encode(msg, signer_)))
+    log::warn("kernel_send_dropped",
+              {{"kernel_id", id()}, {"channel", protocol::to_string(ch)}, {"msg_id", msg.msg_id()}});
+}
+
+void kernel::touch() {
+  last_activity_ = protocol::iso8601_now();
+}
+
+void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
+  protocol::message msg;
+  if (auto ec = protocol::decode(std::move(frames), signer_, msg)) {
+    log::warn("kernel_message_rejected",
+              {{"kernel_id", id()}, {"channel", protocol::to_string(ch)}, {"error", ec.message()}});
+    return;
+  }
+  touch();
+  if (ch == channel::iopub && msg.msg_type() == "status") {
+    const auto content = nlohmann::json::parse(msg.content, nullptr, false);
+    if (content.is_object() && content.contains("execution_state") &&
+        content["execution_state"].is_string() && phase_ == phase::running)
+      state_ = content["execution_state"].get<std::string>();
+  }
+  auto out = std::make_shared<outgoing>(ch, std::move(msg));
+  if (ch == channel::iopub)
+    broadcast(out);
+  else
+    route_reply(out);
+}
+
+void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
+  const auto& m = out->message();
+  auto it = pending_.find(m.parent.msg_id);
+  if (it == pending_.end()) {
+    log::debug("kernel_reply_unrouted", {{"kernel_id", id()}, {"msg_type", m.msg_type()}});
+    return;
+  }
+  if (it->second.internal) {
+    if (m.msg_type() == "kernel_info_reply" && start_done_) on_started({});
+  } else if (auto client = it->second.client.lock()) {
+    client->deliver(out);
+  } else {
+    buffer_for(it->second.session_id, out);
+  }
+  if (is_reply(m.msg_type())) pending_.erase(it);  // its id stays in pending_order_ until evicted
+}
+
+void kernel::broadcast(const std::shared_ptr<outgoing>& out) {
+  for (const auto& c : clients_)
+    c->deliver(out);
+  for (auto& [session, buf] : replay_)
+    buffer_for(session, out);
+}
+
+void kernel::buffer_for(const std::string& session_id, const std::shared_ptr<outgoing>& out) {
+  auto it = replay_.find(session_id);
+  if (it == replay_.end()) return;
+  auto& buf = it->second;
+  buf.bytes += out->size_bytes();
+  buf.messages.push_back(out);
+  while (buf.bytes > opts_.limits.replay_buffer_bytes && !buf.messages.empty()) {
+    buf.bytes -= buf.messages.front()->size_bytes();
+    buf.messages.pop_front();
+    if (!buf.overflowed)
+      log::warn("replay_buffer_overflow", {{"kernel_id", id()}, {"session_id", session_id}});
+    buf.overflowed = true;
+  }
+}
+
+void kernel::attach(const std::shared_ptr<kernel_client>& client) {
+  clients_.push_back(client);
+  const auto& session = client->session_id();
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(replay_, [now](const auto& kv) { return kv.second.expires < now; });
+  if (!session.empty()) {
+    if (auto it = replay_.find(session); it != replay_.end()) {
+      for (const auto& out : it->second.messages)
+        client->deliver(out);
+      replay_.erase(it);
+    }
+    for (auto& [msg_id, req] : pending_)
+      if (!req.internal && req.session_id == session && req.client.expired()) req.client = client;
+  }
+  if (phase_ == phase::running) {  // the nudge clients expect on connect, as jupyter_server does
+    auto msg = protocol::make_message("kernel_info_request", "{}", session_);
+    remember(msg.msg_id(), {{}, {}, true});
+    send_to_kernel(channel::shell, msg);
+  }
+}
+
+void kernel::detach(const std::shared_ptr<kernel_client>& client,
+                    std::vector<std::shared_ptr<outgoing>> unsent) {
+  std::erase(clients_, client);
+  const auto& session = client->session_id();
+  if (session.empty() || phase_ == phase::ended) return;
+  if (std::any_of(clients_.begin(), clients_.end(),
+                  [&](const auto& c) { return c->session_id() == session; }))
+    return;
+  auto& buf = replay_[session];
+  buf.expires = std::chrono::steady_clock::now() + opts_.limits.replay_retention;
+  for (const auto& out : unsent)
+    buffer_for(session, out);
+  while (replay_.size() > opts_.limits.max_replay_sessions) {
+    auto oldest = std::min_element(replay_.begin(), replay_.end(), [](const auto& a, const auto& b) {
+      return a.second.expires < b.second.expires;
+    });
+    replay_.erase(oldest);
+  }
+}
+
+void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel ch, protocol::message msg) {
+  if (phase_ == phase::ended || phase_ == phase::stopping || ch == channel::hb || ch == channel::iopub)
+    return;
+  if (ch == channel::shell || ch == channel::control)
+    remember(msg.msg_id(), {client, client->session_id(), false});
+  touch();
+  send_to_kernel(ch, msg);
+}
+
+void kernel::interrupt() {
+  if (phase_ != phase::running) return;
+  if (opts_.spec.interrupt_mode == "message") {
+    send_to_kernel(channel::control, protocol::make_message("interrupt_request", "{}", session_));
+  } else {
+    box_->signal("kernel", SIGINT);
+  }
+}
+
+void kernel::send_status(std::string_view state) {
+  state_ = std::string(state);
+  broadcast(std::make_shared<outgoing>(channel::iopub, protocol::make_status(state, session_, nullptr)));
+}
+
+void kernel::stop_process(done_handler after_exit) {
+  stop_done_ = std::move(after_exit);
+  if (!process_running_) {
+    auto done = std::move(stop_done_);
+    stop_done_ = nullptr;
+    boost::asio::post(io_, [done] { done({}); });
+    return;
+  }
+  send_to_kernel(channel::control,
+                 protocol::make_message("shutdown_request", R"({"restart":false})", session_));
+  stop_step_ = 0;
+  auto self = shared_from_this();
+  auto step = std::make_shared<std::function<void(const boost::system::error_code&)>>();
+  *step = [self, step](const boost::system::error_code& ec) {
+    if (ec || !self->process_running_) return;
+    const int sig = self->stop_step_++ == 0 ? SIGTERM : SIGKILL;
+    self->box_->signal("kernel", sig);
+    if (sig == SIGTERM) {
+      self->stop_timer_.expires_after(self->opts_.limits.shutdown_grace);
+      self->stop_timer_.async_wait(*step);
+    }
+  };
+  stop_timer_.expires_after(opts_.limits.shutdown_grace);
+  stop_timer_.async_wait(*step);
+}
+
+void kernel::on_process_exit(const exit_status& st) {
+  process_running_ = false;
+  stop_timer_.cancel();
+  log::info("kernel_process_exited", {{"kernel_id", id()}, {"status", st.describe()}});
+  if (stop_done_) {
+    auto done = std::move(stop_done_);
+    stop_done_ = nullptr;
+    done({});
+    return;
+  }
+  if (start_done_) {
+    on_started("the kernel exited during start-up (" + st.describe() + ")");
+    return;
+  }
+  if (phase_ != phase::running) return;
+  // An unexpected death: tell the clients why, then restart per policy.
+  log::warn("kernel_died", {{"kernel_id", id()}, {"status", st.describe()}});
+  auto msg = protocol::make_message(
+      "status", nlohmann::json{{"execution_state", "restarting"}, {"reason", st.describe()}}.dump(),
+      session_);
+  state_ = "restarting";
+  broadcast(std::make_shared<outgoing>(channel::iopub, std::move(msg)));
+  if (auto_restarts_++ >= opts_.limits.max_restarts) {
+    finish_stop();
+    return;
+  }
+  phase_ = phase::restarting;
+  launch([self = shared_from_this()](const std::string& error) {
+    if (!error.empty()) log::error("kernel_restart_failed", {{"kernel_id", self->id()}, {"error", error}});
+  });
+}
+
+void kernel::restart(done_handler done) {
+  if (phase_ != phase::running) {
+    done("the kernel is not running");
+    return;
+  }
+  phase_ = phase::restarting;
+  send_status("restarting");
+  auto self = shared_from_this();
+  stop_process([self, done = std::move(done)](const std::string&) mutable { self->launch(std::move(done)); });
+}
+
+void kernel::shutdown(done_handler done) {
+  if (phase_ == phase::ended) {
+    done({});
+    return;
+  }
+  if (start_done_) on_started("the kernel was shut down during start-up");
+  phase_ = phase::stopping;
+  auto self = shared_from_this();
+  stop_process([self, done = std::move(done)](const std::string&) {
+    self->finish_stop();
+    done({});
+  });
+}
+
+void kernel::finish_stop() {
+  if (phase_ == phase::ended) return;
+  phase_ = phase::ended;
+  state_ = "dead";
+  start_timer_.cancel();
+  probe_timer_.cancel();
+  stop_timer_.cancel();
+  auto clients = std::move(clients_);
+  clients_.clear();
+  for (const auto& c : clients)
+    c->close(1001, "kernel shut down");
+  close_channels();
+  replay_.clear();
+  pending_.clear();
+  pending_order_.clear();
+  box_->destroy();
+  std::error_code ec;
+  fs::remove_all(box_->run_dir_host(), ec);
+  log::info("kernel_ended", {{"kernel_id", id()}});
+}
+
+}  // namespace sandgate::gateway

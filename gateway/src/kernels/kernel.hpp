@@ -1,0 +1,135 @@
+#pragma once
+// One running kernel: its process (inside a sandbox), its ZeroMQ channels,
+// its WebSocket clients, the routing of replies to the client that asked,
+// and the output kept for session_ids that are disconnected.
+
+#include "../bridge/outgoing.hpp"
+#include "sandbox.hpp"
+#include "zmq_channel.hpp"
+
+#include <gateway/kernelspec.hpp>
+#include <jupyter_protocol/connection_file.hpp>
+#include <jupyter_protocol/signer.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sandgate::gateway {
+
+struct kernel_limits {
+  std::chrono::seconds start_timeout{60};
+  std::chrono::seconds shutdown_grace{3};
+  std::chrono::seconds replay_retention{600};
+  std::size_t replay_buffer_bytes = 32 * 1024 * 1024;
+  unsigned max_restarts = 5;
+  std::size_t max_pending_requests = 10000;
+  std::size_t max_replay_sessions = 64;
+};
+
+struct kernel_options {
+  std::string id;
+  std::string owner;
+  kernelspec spec;
+  std::map<std::string, std::string> env;  // from the request, merged over the spec's
+  kernel_limits limits;
+};
+
+class kernel : public std::enable_shared_from_this<kernel> {
+ public:
+  using done_handler = std::function<void(std::string error)>;  // empty: success
+
+  kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts, std::unique_ptr<sandbox> box);
+  ~kernel();
+
+  void start(done_handler done);
+  void restart(done_handler done);
+  void interrupt();
+  // Ends the kernel: shutdown_request, SIGTERM, SIGKILL; closes clients.
+  void shutdown(done_handler done);
+
+  void attach(const std::shared_ptr<kernel_client>& client);
+  // `unsent`: messages the client had not received; they go first into the
+  // session's replay buffer.
+  void detach(const std::shared_ptr<kernel_client>& client,
+              std::vector<std::shared_ptr<outgoing>> unsent = {});
+  void from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch, protocol::message msg);
+
+  [[nodiscard]] const std::string& id() const noexcept { return opts_.id; }
+  [[nodiscard]] const std::string& owner() const noexcept { return opts_.owner; }
+  [[nodiscard]] const std::string& name() const noexcept { return opts_.spec.name; }
+  [[nodiscard]] const std::string& execution_state() const noexcept { return state_; }
+  [[nodiscard]] const std::string& last_activity() const noexcept { return last_activity_; }
+  [[nodiscard]] std::size_t connections() const noexcept { return clients_.size(); }
+  [[nodiscard]] bool ended() const noexcept { return phase_ == phase::ended; }
+
+ private:
+  enum class phase { created, starting, running, restarting, stopping, ended };
+
+  struct pending_request {
+    std::weak_ptr<kernel_client> client;
+    std::string session_id;
+    bool internal = false;  // the gateway's own probe or nudge
+  };
+  struct replay_buffer {
+    std::deque<std::shared_ptr<outgoing>> messages;
+    std::size_t bytes = 0;
+    std::chrono::steady_clock::time_point expires;
+    bool overflowed = false;
+  };
+
+  void connect_channels();
+  void close_channels();
+  void launch(done_handler done);
+  void on_started(const std::string& error);
+  void send_probe();
+  void on_kernel_message(protocol::channel ch, std::vector<std::string>&& frames);
+  void route_reply(const std::shared_ptr<outgoing>& out);
+  void broadcast(const std::shared_ptr<outgoing>& out);
+  void buffer_for(const std::string& session_id, const std::shared_ptr<outgoing>& out);
+  void on_process_exit(const exit_status& st);
+  void send_to_kernel(protocol::channel ch, const protocol::message& msg);
+  void send_status(std::string_view state);
+  void stop_process(done_handler after_exit);
+  void finish_stop();
+  void touch();
+  void remember(const std::string& msg_id, pending_request req);
+  zmq_channel* channel_for(protocol::channel ch);
+
+  boost::asio::io_context& io_;
+  zmq::context_t& zmq_;
+  kernel_options opts_;
+  std::unique_ptr<sandbox> box_;
+  protocol::connection_info conn_;
+  protocol::signer signer_;
+  std::string session_ = "";  // the gateway's own session id for its messages
+
+  std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
+  std::vector<std::shared_ptr<kernel_client>> clients_;
+  std::unordered_map<std::string, pending_request> pending_;
+  std::deque<std::string> pending_order_;
+  std::map<std::string, replay_buffer> replay_;
+
+  phase phase_ = phase::created;
+  std::string state_ = "starting";
+  std::string last_activity_;
+  std::string probe_msg_id_;
+  bool process_running_ = false;
+  unsigned generation_ = 0;  // bumps on each launch; stale exits are ignored
+  unsigned auto_restarts_ = 0;
+  done_handler start_done_;
+  done_handler stop_done_;
+  boost::asio::steady_timer start_timer_;
+  boost::asio::steady_timer probe_timer_;
+  boost::asio::steady_timer stop_timer_;
+  int stop_step_ = 0;
+};
+
+}  // namespace sandgate::gateway

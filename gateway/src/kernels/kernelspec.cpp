@@ -1,0 +1,85 @@
+#include <gateway/kernelspec.hpp>
+
+#include <gateway/log.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace sandgate::gateway {
+namespace fs = std::filesystem;
+
+std::optional<kernelspec> load_kernelspec(const fs::path& dir) {
+  std::ifstream in(dir / "kernel.json");
+  if (!in) return std::nullopt;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  kernelspec spec;
+  spec.name = dir.filename().string();
+  spec.dir = dir;
+  spec.raw_json = buf.str();
+  try {
+    const auto j = nlohmann::json::parse(spec.raw_json);
+    spec.argv = j.at("argv").get<std::vector<std::string>>();
+    if (spec.argv.empty()) throw std::invalid_argument("argv is empty");
+    spec.display_name = j.value("display_name", spec.name);
+    spec.language = j.value("language", "");
+    spec.interrupt_mode = j.value("interrupt_mode", "signal");
+    if (j.contains("env")) spec.env = j.at("env").get<std::map<std::string, std::string>>();
+  } catch (const std::exception& e) {
+    log::warn("kernelspec_invalid", {{"path", (dir / "kernel.json").string()}, {"error", e.what()}});
+    return std::nullopt;
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto file = entry.path().filename().string();
+    if (file != "kernel.json" && entry.is_regular_file(ec)) spec.resources.push_back(file);
+  }
+  return spec;
+}
+
+kernelspec_catalog::kernelspec_catalog(std::vector<fs::path> search_dirs) : dirs_(std::move(search_dirs)) {
+  refresh();
+}
+
+void kernelspec_catalog::refresh() {
+  std::map<std::string, kernelspec> found;
+  for (const auto& dir : dirs_) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (!entry.is_directory(ec)) continue;
+      const auto name = entry.path().filename().string();
+      if (found.count(name)) continue;
+      if (auto spec = load_kernelspec(entry.path())) found.emplace(name, std::move(*spec));
+    }
+  }
+  specs_ = std::move(found);
+}
+
+const kernelspec* kernelspec_catalog::find(const std::string& name) const {
+  auto it = specs_.find(name);
+  return it == specs_.end() ? nullptr : &it->second;
+}
+
+std::vector<fs::path> kernelspec_catalog::default_dirs(const std::vector<fs::path>& extra,
+                                                       const fs::path& exe_dir) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : extra)
+    dirs.push_back(e);
+  if (const char* jp = std::getenv("JUPYTER_PATH")) {
+    std::stringstream ss(jp);
+    for (std::string item; std::getline(ss, item, ':');)
+      if (!item.empty()) dirs.push_back(fs::path(item) / "kernels");
+  }
+  dirs.push_back(exe_dir / ".." / "share" / "jupyter" / "kernels");
+  if (const char* home = std::getenv("HOME")) dirs.push_back(fs::path(home) / ".local/share/jupyter/kernels");
+  dirs.push_back("/usr/local/share/jupyter/kernels");
+  dirs.push_back("/usr/share/jupyter/kernels");
+  for (auto& d : dirs)
+    d = d.lexically_normal();
+  return dirs;
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,100 @@
+#include "zmq_channel.hpp"
+
+#include <gateway/log.hpp>
+
+#include <boost/asio/post.hpp>
+
+namespace sandgate::gateway {
+namespace {
+constexpr int max_messages_per_wakeup = 256;  // fairness between kernels
+}
+
+std::shared_ptr<zmq_channel> zmq_channel::connect(boost::asio::io_context& io, zmq::context_t& ctx,
+                                                  zmq::socket_type type, const std::string& endpoint,
+                                                  handler on_message) {
+  auto ch = std::make_shared<zmq_channel>(io, ctx, type, std::move(on_message));
+  if (type == zmq::socket_type::sub) ch->socket_.set(zmq::sockopt::subscribe, "");
+  ch->socket_.set(zmq::sockopt::linger, 0);
+  ch->socket_.set(zmq::sockopt::sndhwm, 10000);
+  ch->socket_.set(zmq::sockopt::rcvhwm, 0);  // backpressure lives in the client queues
+  ch->socket_.connect(endpoint);
+  ch->start_wait();
+  return ch;
+}
+
+zmq_channel::zmq_channel(boost::asio::io_context& io, zmq::context_t& ctx, zmq::socket_type type,
+                         handler on_message)
+    : socket_(ctx, type), fd_(io), on_message_(std::move(on_message)) {
+  fd_.assign(socket_.get(zmq::sockopt::fd));
+}
+
+zmq_channel::~zmq_channel() {
+  close();
+}
+
+void zmq_channel::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ec;
+  fd_.cancel(ec);
+  fd_.release();  // the descriptor belongs to ZeroMQ
+  socket_.close();
+}
+
+bool zmq_channel::send(const frames& f) {
+  if (closed_ || f.empty()) return false;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const auto flags =
+        zmq::send_flags::dontwait | (i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    auto sent = socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags);
+    if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
+  }
+  // ZMQ_FD is edge-triggered: a send can consume the readiness edge.
+  boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
+    if (auto s = self.lock()) s->drain();
+  });
+  return true;
+}
+
+void zmq_channel::start_wait() {
+  if (closed_ || waiting_) return;
+  waiting_ = true;
+  fd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                 [self = weak_from_this()](const boost::system::error_code& ec) {
+                   auto s = self.lock();
+                   if (!s) return;
+                   s->waiting_ = false;
+                   if (ec || s->closed_) return;
+                   s->drain();
+                 });
+}
+
+void zmq_channel::drain() {
+  if (closed_) return;
+  int handled = 0;
+  while (!closed_ && (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) {
+    if (handled++ == max_messages_per_wakeup) {
+      boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
+        if (auto s = self.lock()) s->drain();
+      });
+      return;
+    }
+    frames f;
+    zmq::message_t part;
+    bool more = true;
+    while (more) {
+      if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;
+      f.emplace_back(static_cast<const char*>(part.data()), part.size());
+      more = part.more();
+    }
+    if (f.empty()) break;
+    try {
+      on_message_(std::move(f));
+    } catch (const std::exception& e) {
+      log::error("zmq_message_handler_failed", {{"error", e.what()}});
+    }
+  }
+  start_wait();
+}
+
+}  // namespace sandgate::gateway

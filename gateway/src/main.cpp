@@ -1,0 +1,115 @@
+// sandgate: the gateway executable. Parses the configuration, serves the
+// API until SIGTERM or SIGINT, then stops accepting, ends kernels and exits.
+#include "api/auth.hpp"
+#include "api/router.hpp"
+#include "http/server.hpp"
+#include "kernels/kernel_manager.hpp"
+
+#include <gateway/config.hpp>
+#include <gateway/kernelspec.hpp>
+#include <gateway/log.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <unistd.h>
+#include <csignal>
+#include <iostream>
+
+extern char** environ;
+
+namespace sg = sandgate::gateway;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+bool is_loopback(const boost::asio::ip::address& a) {
+  return a.is_loopback();
+}
+
+sg::log::level parse_level(const std::string& s) {
+  if (s == "debug") return sg::log::level::debug;
+  if (s == "warn") return sg::log::level::warn;
+  if (s == "error") return sg::log::level::error;
+  return sg::log::level::info;
+}
+
+int run(sg::config cfg) {
+  sg::log::set_min_level(parse_level(cfg.log_level));
+  const auto address = boost::asio::ip::make_address(cfg.ip == "localhost" ? "127.0.0.1" : cfg.ip);
+  std::string token;
+  if (!cfg.auth_token) {
+    token = sg::generate_token();
+  } else if (cfg.auth_token->empty()) {
+    if (!is_loopback(address)) throw sg::config_error("auth can be turned off only on a loopback address");
+  } else {
+    token = *cfg.auth_token;
+  }
+  fs::create_directories(cfg.state_dir);
+  fs::permissions(cfg.state_dir, fs::perms::owner_all);
+  cfg.state_dir = fs::canonical(cfg.state_dir);
+
+  boost::asio::io_context io{1};
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+  sg::kernelspec_catalog specs(sg::kernelspec_catalog::default_dirs(cfg.kernel_paths, exe_dir));
+  sg::kernel_manager kernels(io, cfg, specs);
+  sg::router router(cfg, kernels, token);
+  sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
+                         std::chrono::seconds(cfg.http_idle_timeout_s)};
+  sg::server srv(io, {address, cfg.port}, router, limits);
+  srv.run();
+
+  const std::string url = "http://" + (address.is_v6() ? "[" + cfg.ip + "]" : cfg.ip) + ":" +
+                          std::to_string(srv.port()) + cfg.base_url;
+  sg::log::info("listening", {{"url", url},
+                              {"state_dir", cfg.state_dir.string()},
+                              {"kernelspecs", std::to_string(specs.all().size())}});
+  if (!cfg.auth_token)
+    std::cout << "sandgate: token " << token << "\nsandgate: " << url << "?token=" << token << std::endl;
+  else
+    std::cout << "sandgate: " << url << std::endl;
+
+  boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
+  boost::asio::steady_timer deadline(io);
+  stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    sg::log::info("stopping", {{"signal", std::to_string(sig)}});
+    srv.stop();
+    deadline.expires_after(std::chrono::seconds(cfg.kernel_shutdown_grace_s * 2 + 2));
+    deadline.async_wait([&](const boost::system::error_code& e) {
+      if (!e) io.stop();
+    });
+    kernels.shutdown_all([&] { io.stop(); });
+  });
+  io.run();
+  sg::log::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    auto cfg = sg::parse_config(argc, argv, environment());
+    if (!cfg) return 0;
+    return run(std::move(*cfg));
+  } catch (const sg::config_error& e) {
+    std::cerr << "sandgate: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    sg::log::error("fatal", {{"error", e.what()}});
+    return 1;
+  }
+}

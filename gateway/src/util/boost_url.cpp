@@ -1,0 +1,2 @@
+// Boost.URL in header-only mode: its sources compiled once, here.
+#include <boost/url/src.hpp>

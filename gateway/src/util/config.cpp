@@ -1,0 +1,208 @@
+#include <gateway/config.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+namespace sandgate::gateway {
+namespace {
+
+using setter = std::function<void(config&, const std::string&)>;
+
+struct option {
+  const char* name;  // long option without "--"; env is SANDGATE_ + upper(name with - as _)
+  const char* arg;   // placeholder in --help
+  const char* help;
+  setter set;
+};
+
+template <typename T>
+T parse_number(const std::string& name, const std::string& v) {
+  T out{};
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) throw config_error("--" + name + ": not a number: " + v);
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+#define SG_NUM(field) \
+  [](config& c, const std::string& v) { c.field = parse_number<decltype(c.field)>(#field, v); }
+#define SG_STR(field) [](config& c, const std::string& v) { c.field = v; }
+
+const std::vector<option>& options() {
+  static const std::vector<option> table = {
+      {"ip", "ADDR", "address to listen on (default 127.0.0.1)", SG_STR(ip)},
+      {"port", "N", "port to listen on; 0 picks a free one (default 8888)", SG_NUM(port)},
+      {"auth-token", "TOKEN",
+       "token clients must present; unset: generate one and print it once; '' disables auth (loopback only)",
+       [](config& c, const std::string& v) { c.auth_token = v; }},
+      {"state-dir", "DIR", "where state, run dirs and workspaces live (default ./.sandgate)",
+       SG_STR(state_dir)},
+      {"default-kernel", "NAME", "kernelspec used when a request names none (default python)",
+       SG_STR(default_kernel)},
+      {"max-kernels", "N", "most kernels at once, starting ones included (default 64)", SG_NUM(max_kernels)},
+      {"allow-origin", "ORIGIN", "CORS Access-Control-Allow-Origin ('*' or an origin; default none)",
+       SG_STR(allow_origin)},
+      {"base-url", "PREFIX", "URL prefix of every route (default /)", SG_STR(base_url)},
+      {"certfile", "FILE", "TLS certificate (PEM); with --keyfile serves https", SG_STR(certfile)},
+      {"keyfile", "FILE", "TLS private key (PEM)", SG_STR(keyfile)},
+      {"kernel-path", "DIR[,DIR]", "extra directories holding kernelspecs",
+       [](config& c, const std::string& v) {
+         for (auto& p : split_list(v))
+           c.kernel_paths.emplace_back(p);
+       }},
+      {"policy", "FILE", "default sandbox policy (default share/sandgate/policies/default.json)",
+       SG_STR(policy_file)},
+      {"unsandboxed-kernels", "NAME[,NAME]",
+       "kernelspecs allowed to run WITHOUT a sandbox (operator opt-out)",
+       [](config& c, const std::string& v) { c.unsandboxed_kernels = split_list(v); }},
+      {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
+       SG_NUM(node_id)},
+      {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
+      {"http-header-limit-bytes", "N", "largest request header (default 16384)",
+       SG_NUM(http_header_limit_bytes)},
+      {"http-body-limit-bytes", "N", "largest request body (default 64 MiB)", SG_NUM(http_body_limit_bytes)},
+      {"ws-message-limit-bytes", "N", "largest WebSocket message from a client (default 64 MiB)",
+       SG_NUM(ws_message_limit_bytes)},
+      {"client-queue-limit-bytes", "N",
+       "output queued for one slow WebSocket before it is closed (default 256 MiB)",
+       SG_NUM(client_queue_limit_bytes)},
+      {"replay-buffer-limit-bytes", "N", "output kept for a disconnected session_id (default 32 MiB)",
+       SG_NUM(replay_buffer_limit_bytes)},
+      {"http-idle-timeout-s", "S", "idle HTTP connection timeout (default 300)", SG_NUM(http_idle_timeout_s)},
+      {"kernel-start-timeout-s", "S", "time a kernel has to answer kernel_info (default 60)",
+       SG_NUM(kernel_start_timeout_s)},
+      {"kernel-shutdown-grace-s", "S", "time between shutdown_request, SIGTERM and SIGKILL (default 3)",
+       SG_NUM(kernel_shutdown_grace_s)},
+      {"replay-retention-s", "S", "how long a disconnected session_id's output is kept (default 600)",
+       SG_NUM(replay_retention_s)},
+      {"max-kernel-restarts", "N", "automatic restarts of a dying kernel before it is dead (default 5)",
+       SG_NUM(max_kernel_restarts)},
+  };
+  return table;
+}
+
+#undef SG_NUM
+#undef SG_STR
+
+std::string env_name(std::string name) {
+  std::string out = "SANDGATE_";
+  for (char ch : name)
+    out.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+  return out;
+}
+
+const option* find(std::string_view name) {
+  std::string dashed(name);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const auto& o : options())
+    if (dashed == o.name) return &o;
+  return nullptr;
+}
+
+void apply_file(config& c, const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw config_error("--config: cannot read " + path.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw config_error("--config " + path.string() + ": not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw config_error("--config " + path.string() + ": must hold a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    const option* o = find(key);
+    if (!o) throw config_error("--config " + path.string() + ": unknown option \"" + key + "\"");
+    std::string text;
+    if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_array()) {
+      for (const auto& item : value)
+        text += (text.empty() ? "" : ",") + (item.is_string() ? item.get<std::string>() : item.dump());
+    } else {
+      text = value.dump();
+    }
+    o->set(c, text);
+  }
+}
+
+}  // namespace
+
+std::string config_help() {
+  std::ostringstream out;
+  out << "usage: sandgate [options]\n\n"
+         "Serves the Jupyter Kernel Gateway REST + WebSocket API; every kernel runs in a sandbox.\n"
+         "Each option may also be set as an environment variable (shown) or as a key of the\n"
+         "JSON object in --config FILE (e.g. {\"port\": 8888, \"max_kernels\": 10}).\n"
+         "Precedence: command line, then environment, then config file.\n\n"
+         "  --config FILE                     JSON config file (SANDGATE_CONFIG)\n"
+         "  --help                            this text\n"
+         "  --version                         print the version\n";
+  for (const auto& o : options()) {
+    std::string left = std::string("  --") + o.name + " " + o.arg;
+    if (left.size() < 34) left.resize(34, ' ');
+    out << left << " " << o.help << " (" << env_name(o.name) << ")\n";
+  }
+  return out.str();
+}
+
+std::optional<config> parse_config(int argc, char** argv, const std::map<std::string, std::string>& env) {
+  std::vector<std::pair<const option*, std::string>> cli;
+  std::filesystem::path config_file;
+  if (auto it = env.find("SANDGATE_CONFIG"); it != env.end()) config_file = it->second;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << config_help();
+      return std::nullopt;
+    }
+    if (arg == "--version") {
+      std::cout << "sandgate 0.1.0\n";
+      return std::nullopt;
+    }
+    if (arg.rfind("--", 0) != 0) throw config_error("unexpected argument: " + arg + " (see --help)");
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      has_value = true;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) throw config_error("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "config") {
+      config_file = value;
+      continue;
+    }
+    const option* o = find(name);
+    if (!o) throw config_error("unknown option --" + name + " (see --help)");
+    cli.emplace_back(o, value);
+  }
+  config c;
+  if (!config_file.empty()) apply_file(c, config_file);
+  for (const auto& o : options())
+    if (auto it = env.find(env_name(o.name)); it != env.end()) o.set(c, it->second);
+  for (const auto& [o, v] : cli)
+    o->set(c, v);
+  if (c.base_url.empty() || c.base_url.front() != '/') c.base_url.insert(0, "/");
+  if (c.base_url.back() != '/') c.base_url.push_back('/');
+  if (c.certfile.empty() != c.keyfile.empty()) throw config_error("--certfile and --keyfile go together");
+  if (c.max_kernels == 0) throw config_error("--max-kernels must be at least 1");
+  return c;
+}
+
+}  // namespace sandgate::gateway
