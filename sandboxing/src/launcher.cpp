@@ -106,7 +106,6 @@ int launch(launch_options options) {
   bool run_dir_created = false;
   bool workspace_created = false;
   unique_fd run_dir, workspace;
-  std::vector<unique_fd> extra_sources;
   struct cleanup_t {
     const launch_options& o;
     bool& run_dir_created;
@@ -115,21 +114,19 @@ int launch(launch_options options) {
       if (run_dir_created) detail::remove_tree(o.run_dir);
     }
   } cleanup{options, run_dir_created};
+  // The inner process opens these paths itself (a mount from the host's
+  // mount namespace cannot be bound in the sandbox's).
   if (!options.run_dir.empty()) {
     run_dir = detail::prepare_owned_dir(options.run_dir, plan.ids.host_uid, plan.ids.host_gid, true,
                                         run_dir_created);
-    plan.rootfs.run_source = detail::fd_path(run_dir.get());
+    plan.rootfs.run_source = options.run_dir;
   }
   if (!options.workspace_dir.empty()) {
     workspace = detail::prepare_owned_dir(options.workspace_dir, plan.ids.host_uid, plan.ids.host_gid, true,
                                           workspace_created);
-    plan.rootfs.workspace_source = detail::fd_path(workspace.get());
+    plan.rootfs.workspace_source = options.workspace_dir;
   }
-  for (auto m : p.mounts) {
-    extra_sources.push_back(detail::open_path(m.source));
-    m.source = detail::fd_path(extra_sources.back().get());
-    plan.rootfs.extra.push_back(std::move(m));
-  }
+  plan.rootfs.extra = p.mounts;
   unique_fd listener;
   if (control_mode) listener = detail::listen_control_socket(options.control_path);
 

@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "host_resources.hpp"
 #include "sandboxing/network.hpp"
 #include "sandboxing/sys_error.hpp"
 
@@ -40,6 +42,20 @@ void become_supervisor_identity(const id_plan& ids) {
   check_sys(::setresuid(0, 0, 0), "setresuid(0)");
 }
 
+// Opens every caller-given bind source before anything covers /tmp or the
+// identity changes, and names it by its descriptor from then on.
+void pin_bind_sources(rootfs_plan& rootfs, std::vector<unique_fd>& pinned) {
+  auto pin = [&](std::string& path) {
+    if (path.empty()) return;
+    pinned.push_back(open_path(path));
+    path = fd_path(pinned.back().get());
+  };
+  pin(rootfs.run_source);
+  pin(rootfs.workspace_source);
+  for (auto& m : rootfs.extra)
+    pin(m.source);
+}
+
 struct step {
   const char* name;
   std::function<void()> run;
@@ -49,10 +65,12 @@ struct step {
 
 void run_inner(init_plan& plan, int handshake_fd) {
   const policy& p = *plan.sandbox_policy;
+  std::vector<unique_fd> pinned;
   try {
     const go_message go = wait_for_go(handshake_fd);
     plan.supervisor.host_pid = go.host_pid;
     const step steps[] = {
+        {"bind sources", [&] { pin_bind_sources(plan.rootfs, pinned); }},
         {"identity", [&] { become_supervisor_identity(plan.ids); }},
         {"cgroup namespace", [] { check_sys(::unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)"); }},
         {"hostname",
