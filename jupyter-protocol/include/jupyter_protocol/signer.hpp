@@ -1,8 +1,11 @@
 #pragma once
 // HMAC-SHA256 message signing, as Jupyter defines it: hex digest of
 // header, parent_header, metadata and content in that order. An empty key
-// means unsigned. Stateless per call; safe to use from any thread.
+// means unsigned. Each call works on its own copy of an HMAC context keyed
+// once at construction (never modified afterwards), so a signer is safe to
+// use from any thread without locking.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -27,7 +30,10 @@ class signer {
                                        std::string_view content) const;
 
  private:
+  struct keyed_mac;  // OpenSSL HMAC-SHA256 context with the key set; private to signer.cpp
+
   std::string key_;
+  std::shared_ptr<const keyed_mac> mac_;
 };
 
 }  // namespace sandgate::protocol

@@ -1,0 +1,333 @@
+// The strict, non-recursive JSON validator behind parse_header.
+
+#include "json_scanner.hpp"
+
+#include <cstdint>
+
+namespace sandgate::protocol::detail {
+namespace {
+
+class scanner {
+ public:
+  scanner(std::string_view text, top_level_strings* sink) noexcept
+      : p_(text.data()), end_(text.data() + text.size()), sink_(sink) {}
+
+  json_root run() {
+    skip_ws();
+    if (p_ == end_) return json_root::invalid;
+    const bool object = *p_ == '{';
+    if (!value_sequence()) return json_root::invalid;
+    skip_ws();
+    if (p_ != end_) return json_root::invalid;
+    return object ? json_root::object : json_root::other;
+  }
+
+ private:
+  // Parses one complete value, containers included, with an explicit stack.
+  bool value_sequence() {
+    std::string stack;  // '{' or '[' per open container
+    std::string_view key;
+    bool key_escaped = false;
+    for (;;) {
+      // Expect a value at p_.
+      skip_ws();
+      if (p_ == end_) return false;
+      const char c = *p_;
+      if (c == '{' || c == '[') {
+        ++p_;
+        stack.push_back(c);
+        skip_ws();
+        if (p_ == end_) return false;
+        if (*p_ == (c == '{' ? '}' : ']')) {
+          ++p_;
+          stack.pop_back();
+        } else if (c == '{') {
+          if (!member_key(key, key_escaped)) return false;
+          continue;
+        } else {
+          continue;
+        }
+      } else if (c == '"') {
+        ++p_;
+        const char* begin = p_;
+        bool escaped = false;
+        if (!string_body(escaped)) return false;
+        if (sink_ != nullptr && stack.size() == 1 && stack[0] == '{') {
+          sink_->on_string(key, key_escaped,
+                           std::string_view(begin, static_cast<std::size_t>(p_ - 1 - begin)), escaped);
+        }
+      } else if (c == '-' || (c >= '0' && c <= '9')) {
+        if (!number()) return false;
+      } else if (c == 't') {
+        if (!literal("true")) return false;
+      } else if (c == 'f') {
+        if (!literal("false")) return false;
+      } else if (c == 'n') {
+        if (!literal("null")) return false;
+      } else {
+        return false;
+      }
+      // After a value: close containers or move to the next element.
+      for (;;) {
+        if (stack.empty()) return true;
+        skip_ws();
+        if (p_ == end_) return false;
+        const char close = stack.back() == '{' ? '}' : ']';
+        if (*p_ == close) {
+          ++p_;
+          stack.pop_back();
+          continue;
+        }
+        if (*p_ != ',') return false;
+        ++p_;
+        if (stack.back() == '{') {
+          skip_ws();
+          if (!member_key(key, key_escaped)) return false;
+        }
+        break;
+      }
+    }
+  }
+
+  // At a member's key: reads "key" then ':'.
+  bool member_key(std::string_view& key, bool& escaped) {
+    if (p_ == end_ || *p_ != '"') return false;
+    ++p_;
+    const char* begin = p_;
+    escaped = false;
+    if (!string_body(escaped)) return false;
+    key = std::string_view(begin, static_cast<std::size_t>(p_ - 1 - begin));
+    skip_ws();
+    if (p_ == end_ || *p_ != ':') return false;
+    ++p_;
+    return true;
+  }
+
+  void skip_ws() noexcept {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t'))
+      ++p_;
+  }
+
+  bool literal(std::string_view word) noexcept {
+    if (static_cast<std::size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
+      return false;
+    p_ += word.size();
+    return true;
+  }
+
+  bool digits() noexcept {
+    const char* start = p_;
+    while (p_ != end_ && *p_ >= '0' && *p_ <= '9')
+      ++p_;
+    return p_ != start;
+  }
+
+  bool number() noexcept {
+    if (*p_ == '-') ++p_;
+    if (p_ == end_) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else if (!digits()) {
+      return false;
+    }
+    if (p_ != end_ && *p_ == '.') {
+      ++p_;
+      if (!digits()) return false;
+    }
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+
+  static int hex(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  bool hex4(std::uint32_t& out) noexcept {
+    if (end_ - p_ < 4) return false;
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const int h = hex(p_[i]);
+      if (h < 0) return false;
+      out = (out << 4) | static_cast<std::uint32_t>(h);
+    }
+    p_ += 4;
+    return true;
+  }
+
+  // After the opening quote; leaves p_ after the closing quote.
+  bool string_body(bool& escaped) noexcept {
+    for (;;) {
+      // Fast path: plain ASCII.
+      while (p_ != end_) {
+        const auto b = static_cast<unsigned char>(*p_);
+        if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80) break;
+        ++p_;
+      }
+      if (p_ == end_) return false;
+      const auto b = static_cast<unsigned char>(*p_);
+      if (b == '"') {
+        ++p_;
+        return true;
+      }
+      if (b < 0x20) return false;
+      if (b == '\\') {
+        escaped = true;
+        if (!escape()) return false;
+        continue;
+      }
+      if (!utf8_sequence()) return false;
+    }
+  }
+
+  bool escape() noexcept {
+    ++p_;  // backslash
+    if (p_ == end_) return false;
+    const char c = *p_++;
+    switch (c) {
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        return true;
+      case 'u': {
+        std::uint32_t unit = 0;
+        if (!hex4(unit)) return false;
+        if (unit >= 0xDC00 && unit <= 0xDFFF) return false;  // lone low surrogate
+        if (unit >= 0xD800 && unit <= 0xDBFF) {
+          if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+          p_ += 2;
+          std::uint32_t low = 0;
+          if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
+        }
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // A well-formed UTF-8 sequence of 2-4 bytes (RFC 3629, table 3-7 of Unicode).
+  bool utf8_sequence() noexcept {
+    const auto* s = reinterpret_cast<const unsigned char*>(p_);
+    const std::size_t left = static_cast<std::size_t>(end_ - p_);
+    const auto in = [&](std::size_t i, unsigned char lo, unsigned char hi) {
+      return i < left && s[i] >= lo && s[i] <= hi;
+    };
+    const unsigned char b = s[0];
+    std::size_t n = 0;
+    if (b >= 0xC2 && b <= 0xDF) {
+      n = in(1, 0x80, 0xBF) ? 2 : 0;
+    } else if (b == 0xE0) {
+      n = in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+    } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
+      n = in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+    } else if (b == 0xED) {
+      n = in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
+    } else if (b == 0xF0) {
+      n = in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    } else if (b >= 0xF1 && b <= 0xF3) {
+      n = in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    } else if (b == 0xF4) {
+      n = in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    }
+    if (n == 0) return false;
+    p_ += n;
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+  top_level_strings* sink_;
+};
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::uint32_t read_hex4(std::string_view s, std::size_t i) {
+  std::uint32_t v = 0;
+  for (std::size_t k = 0; k < 4; ++k) {
+    const char c = s[i + k];
+    const std::uint32_t d = c <= '9'   ? static_cast<std::uint32_t>(c - '0')
+                            : c <= 'F' ? static_cast<std::uint32_t>(c - 'A' + 10)
+                                       : static_cast<std::uint32_t>(c - 'a' + 10);
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+}  // namespace
+
+json_root scan_json(std::string_view text, top_level_strings* sink) {
+  return scanner{text, sink}.run();
+}
+
+void unescape_json_string(std::string_view raw, std::string& out) {
+  out.clear();
+  out.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    const char e = raw[++i];
+    switch (e) {
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        std::uint32_t cp = read_hex4(raw, i + 1);
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          const std::uint32_t low = read_hex4(raw, i + 3);
+          i += 6;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:  // '"', '\\', '/'
+        out.push_back(e);
+    }
+  }
+}
+
+}  // namespace sandgate::protocol::detail
