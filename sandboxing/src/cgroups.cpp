@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "sandboxing/sys_error.hpp"
 
@@ -134,6 +135,17 @@ cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, co
     write_file(group.dirs_[2] + "/cpu.cfs_quota_us", std::to_string(quota_us));
   }
   return group;
+}
+
+cgroup::cgroup(cgroup&& other) noexcept : version_(other.version_), dirs_(std::exchange(other.dirs_, {})) {}
+
+cgroup& cgroup::operator=(cgroup&& other) noexcept {
+  if (this != &other) {
+    remove();
+    version_ = other.version_;
+    dirs_ = std::exchange(other.dirs_, {});
+  }
+  return *this;
 }
 
 cgroup::~cgroup() {

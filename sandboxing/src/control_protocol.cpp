@@ -129,6 +129,7 @@ void to_json(json& j, const ready_event& m) {
        {"host_uid", m.host_uid},
        {"host_gid", m.host_gid},
        {"expires_at", m.expires_at},
+       {"max_execution_s", m.max_execution_s},
        {"children", m.children}};
 }
 
@@ -139,6 +140,7 @@ void from_json(const json& j, ready_event& m) {
   m.host_uid = j.at("host_uid").get<std::uint32_t>();
   m.host_gid = j.at("host_gid").get<std::uint32_t>();
   m.expires_at = j.at("expires_at").get<std::int64_t>();
+  m.max_execution_s = j.value("max_execution_s", std::uint64_t{0});
   m.children = j.value("children", std::vector<std::string>{});
 }
 

@@ -99,9 +99,17 @@ int launch(launch_options options) {
     throw sys_error(
         "cgroups: no v2 memory controller nor v1 memory+pids hierarchy under " + options.cgroup_root, ENOENT);
   }
-  sweep_stale_cgroups(layout, options.cgroup_parent, 60);
-  cgroup group = cgroup::create(layout, options.cgroup_parent, options.id, p.limits);
-  unique_fd oom_counter = group.open_oom_counter();
+  cgroup group;
+  unique_fd oom_counter;
+  try {
+    sweep_stale_cgroups(layout, options.cgroup_parent, 60);
+    group = cgroup::create(layout, options.cgroup_parent, options.id, p.limits);
+    oom_counter = group.open_oom_counter();
+  } catch (const sys_error& e) {
+    if (options.require_cgroup) throw;
+    std::fprintf(stderr, "sandgate-sandbox: running without cgroup limits: %s\n", e.what());
+    group = cgroup();
+  }
 
   bool run_dir_created = false;
   bool workspace_created = false;
@@ -140,6 +148,7 @@ int launch(launch_options options) {
   s.confine = {p.limits, p.uid, p.gid, plan.ids.privileged};
   s.base_env = p.env.set;
   s.expires_at = static_cast<std::int64_t>(::time(nullptr)) + static_cast<std::int64_t>(p.ttl_s);
+  s.max_execution_s = p.max_execution_s;
   s.outer_pid = ::getpid();
   s.host_uid = plan.ids.host_uid;
   s.host_gid = plan.ids.host_gid;

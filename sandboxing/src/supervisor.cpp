@@ -145,9 +145,14 @@ void supervisor::on_accept() {
   drop_connection();  // the newest gateway connection wins
   connection_ = std::make_unique<control_connection>(std::move(fd));
   watch(connection_->fd(), EPOLLIN);
-  control::ready_event ready{
-      config_.id, config_.host_pid, config_.outer_pid, config_.host_uid, config_.host_gid, config_.expires_at,
-      {}};
+  control::ready_event ready;
+  ready.id = config_.id;
+  ready.pid = config_.host_pid;
+  ready.outer_pid = config_.outer_pid;
+  ready.host_uid = config_.host_uid;
+  ready.host_gid = config_.host_gid;
+  ready.expires_at = config_.expires_at;
+  ready.max_execution_s = config_.max_execution_s;
   for (const auto& [id, pid] : children_)
     ready.children.push_back(id);
   connection_->send(json(ready));

@@ -66,10 +66,11 @@ TEST(control_protocol, messages_round_trip) {
   EXPECT_EQ(sig.signal, 2);
   EXPECT_TRUE(sig.group);
 
-  control::ready_event ready{"sb", 10, 9, 200001, 200001, 1700000000, {"k1"}};
+  control::ready_event ready{"sb", 10, 9, 200001, 200001, 1700000000, 600, {"k1"}};
   const auto ready2 = json(ready).get<control::ready_event>();
   EXPECT_EQ(json(ready)["event"], "ready");
   EXPECT_EQ(ready2.host_uid, 200001u);
+  EXPECT_EQ(ready2.max_execution_s, 600u);
   EXPECT_EQ(ready2.children, std::vector<std::string>{"k1"});
 
   control::exit_event oom{"k1", std::nullopt, 9, true};

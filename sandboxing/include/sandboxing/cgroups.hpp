@@ -39,8 +39,8 @@ class cgroup {
   static cgroup create(const cgroup_layout& layout, const std::string& parent, const std::string& id,
                        const limits& l);
   cgroup() = default;
-  cgroup(cgroup&&) noexcept = default;
-  cgroup& operator=(cgroup&&) noexcept = default;
+  cgroup(cgroup&& other) noexcept;
+  cgroup& operator=(cgroup&& other) noexcept;
   ~cgroup();
 
   // Moves a process (and its future children) into the cgroup.

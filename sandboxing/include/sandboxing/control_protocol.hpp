@@ -4,7 +4,7 @@
 //
 // supervisor -> gateway, first on every connection:
 //   {"event":"ready","id":..,"pid":<host pid of the supervisor>,"outer_pid":..,
-//    "host_uid":N,"host_gid":N,"expires_at":<unix s>,"children":["k1",..]}
+//    "host_uid":N,"host_gid":N,"expires_at":<unix s>,"max_execution_s":N,"children":["k1",..]}
 // gateway -> supervisor (a "req" number is echoed in the reply):
 //   {"op":"spawn","req":1,"id":"k1","argv":[..],"env":{..},"cwd":"/workspace","log":"/run/sandgate/k1.log"}
 //     -> {"req":1,"ok":true,"pid":<pid inside>} | {"req":1,"ok":false,"error":".."}
@@ -83,7 +83,8 @@ struct ready_event {
   int outer_pid = 0;  // host pid of the outer sandgate-sandbox that waits for it
   std::uint32_t host_uid = 0;
   std::uint32_t host_gid = 0;
-  std::int64_t expires_at = 0;  // unix seconds
+  std::int64_t expires_at = 0;        // unix seconds
+  std::uint64_t max_execution_s = 0;  // the policy's limit for one execution, enforced by the gateway
   std::vector<std::string> children;
 };
 

@@ -20,6 +20,7 @@ struct supervisor_config {
   std::string id;
   confinement confine;
   std::map<std::string, std::string> base_env;  // policy env.set, under every spawn's env
+  std::uint64_t max_execution_s = 0;            // carried to the gateway in the ready event
   std::int64_t expires_at = 0;                  // unix seconds
   pid_t host_pid = 0;
   pid_t outer_pid = 0;
