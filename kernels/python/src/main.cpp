@@ -22,12 +22,14 @@
 
 namespace {
 
-int run(const sandgate::kernels::kernel_options& options, int argc, const char* const* argv) {
+int run(const sandgate::kernels::kernel_options& options, const char* const* argv) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
 
   // CPython first: the interpreter and the kernel below use it and must be
   // destroyed before it (reverse declaration order).
-  const sandgate::python_kernel::embedded_python python(SANDGATE_PYTHON_EXECUTABLE, argc, argv);
+  // sys.argv is just the program: IPython's app would parse the kernel's own
+  // options and warn about them.
+  const sandgate::python_kernel::embedded_python python(SANDGATE_PYTHON_EXECUTABLE, 1, argv);
 
   auto interpreter = std::make_unique<sandgate::python_kernel::python_interpreter>(options.preload_modules);
   auto* const raw_interpreter = interpreter.get();
@@ -57,7 +59,7 @@ int main(int argc, char* argv[]) {
       std::cout << "sandgate-python " << SANDGATE_VERSION << '\n';
       return EXIT_SUCCESS;
     }
-    return run(options, argc, argv);
+    return run(options, argv);
   } catch (const std::invalid_argument& error) {
     std::cerr << "sandgate-python: " << error.what() << '\n' << sandgate::kernels::usage(argv[0]);
     return 2;

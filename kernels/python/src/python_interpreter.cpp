@@ -76,6 +76,9 @@ nl::json python_interpreter::kernel_info_request_impl() {
   nl::json info = xpyt::interpreter::kernel_info_request_impl();
   info["implementation"] = "sandgate-python";
   info["implementation_version"] = SANDGATE_VERSION;
+  info["banner"] = "Sandgate Python kernel (xeus-python, Python " +
+                   info["language_info"].value("version", std::string()) + ")";
+  info["debugger"] = false;  // built with xeus' null debugger
   return info;
 }
 

@@ -1,0 +1,168 @@
+"""sandgate-python through jupyter_client: state, interrupts, errors, rich output."""
+
+import base64
+import signal
+import time
+import unittest
+
+from kernel_harness import KernelSession, KernelTestCase
+
+INTERRUPT_BUDGET_S = 1.0
+
+
+class PythonKernelTest(KernelTestCase):
+    kernel_name = "python"
+
+    def test_kernel_info(self):
+        info = self.kernel.request(self.kernel.client.kernel_info)
+        self.assertEqual(info["language_info"]["name"], "python", info)
+        self.assertEqual(info["implementation"], "sandgate-python", info)
+
+    def test_state_persists_across_cells(self):
+        self.assertOk(self.kernel.run("import math\nstate_value = 41"))
+        cell = self.kernel.run("state_value + 1 + int(math.sqrt(0))")
+        self.assertOk(cell)
+        self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"], "42")
+
+    def test_stdout_and_stderr_streams(self):
+        cell = self.kernel.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
+        self.assertEqual(cell.text("stdout"), "out\n")
+        self.assertEqual(cell.text("stderr"), "err\n")
+
+    def test_error_name_is_the_class_name(self):
+        cell = self.kernel.run("1/0")
+        self.assertEqual(cell.reply["status"], "error")
+        self.assertEqual(cell.reply["ename"], "ZeroDivisionError")
+        self.assertEqual(cell.reply["evalue"], "division by zero")
+        self.assertTrue(cell.reply["traceback"])
+        error = cell.of_type("error")[0]
+        self.assertEqual(error["ename"], "ZeroDivisionError")
+
+        cell = self.kernel.run("class MyError(Exception): pass\nraise MyError('boom')")
+        self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("MyError", "boom"))
+
+        cell = self.kernel.run("def broken(:\n  pass")
+        self.assertEqual(cell.reply["ename"], "SyntaxError")
+
+    def interrupt_cell(self, code, interrupt):
+        self.assertOk(self.kernel.run("kept = 'still here'"))
+        cell = self.kernel.start(f"print('started', flush=True)\n{code}")
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "started" in m["content"]["text"])
+        sent = time.monotonic()
+        interrupt()
+        self.kernel.finish(cell, timeout=10)
+        elapsed = time.monotonic() - sent
+        self.assertEqual(cell.reply["status"], "error")
+        self.assertEqual(cell.reply["ename"], "KeyboardInterrupt")
+        self.assertLess(elapsed, INTERRUPT_BUDGET_S)
+        after = self.kernel.run("kept")
+        self.assertOk(after)
+        self.assertEqual(after.of_type("execute_result")[0]["data"]["text/plain"], "'still here'")
+
+    def signal_interrupt(self):
+        self.kernel.manager.signal_kernel(signal.SIGINT)
+
+    def test_sigint_interrupts_busy_loop(self):
+        self.interrupt_cell("while True: pass", self.signal_interrupt)
+
+    def test_sigint_interrupts_sleep(self):
+        self.interrupt_cell("import time\ntime.sleep(100)", self.signal_interrupt)
+
+    def test_interrupt_request_interrupts_busy_loop(self):
+        self.interrupt_cell("while True: pass", self.kernel.interrupt_by_message)
+
+    def test_interrupt_request_interrupts_sleep(self):
+        self.interrupt_cell("import time\ntime.sleep(100)", self.kernel.interrupt_by_message)
+
+    def test_kernel_manager_interrupt(self):
+        # Whatever interrupt_mode the kernelspec names, the standard client path works.
+        self.interrupt_cell("import time\ntime.sleep(100)", self.kernel.manager.interrupt_kernel)
+
+    def test_idle_interrupts_are_harmless(self):
+        self.assertOk(self.kernel.run("idle_value = 7"))
+        for _ in range(3):
+            self.signal_interrupt()
+        self.kernel.interrupt_by_message()
+        info = self.kernel.request(self.kernel.client.kernel_info)
+        self.assertEqual(info["status"], "ok")
+        cell = self.kernel.run("import time\ntime.sleep(0.2)\nidle_value * 6")
+        self.assertOk(cell)
+        self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"], "42")
+
+    def test_matplotlib_figure_without_show(self):
+        cell = self.kernel.run(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('inline')\n"
+            "None")
+        self.assertOk(cell)
+        displays = [d for d in cell.of_type("display_data") if "image/png" in d["data"]]
+        self.assertEqual(len(displays), 1, cell.iopub)
+        png = base64.b64decode(displays[0]["data"]["image/png"])
+        self.assertTrue(png.startswith(b"\x89PNG\r\n\x1a\n"))
+        # The figure was closed: the next cell shows nothing.
+        cell = self.kernel.run("len(plt.get_fignums())")
+        self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"], "0")
+        self.assertFalse(cell.of_type("display_data"))
+
+    def test_matplotlib_show_displays_once(self):
+        cell = self.kernel.run(
+            "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar([1, 2], [3, 4])\n"
+            "plt.show()")
+        self.assertOk(cell)
+        self.assertEqual(cell.text("stderr"), "")
+        pngs = [d for d in cell.of_type("display_data") if "image/png" in d["data"]]
+        self.assertEqual(len(pngs), 1)
+
+    def test_dataframe_has_html(self):
+        cell = self.kernel.run("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})")
+        self.assertOk(cell)
+        data = cell.of_type("execute_result")[0]["data"]
+        self.assertIn("text/plain", data)
+        self.assertIn("<table", data["text/html"])
+
+    def test_display_function(self):
+        cell = self.kernel.run("from IPython.display import display, HTML\ndisplay(HTML('<b>hi</b>'))")
+        self.assertEqual(cell.of_type("display_data")[0]["data"]["text/html"], "<b>hi</b>")
+
+    def test_input_over_stdin(self):
+        cell = self.kernel.start("answer = input('name? ')\nprint('hello', answer)", allow_stdin=True)
+        request = self.kernel.client.get_stdin_msg(timeout=10)
+        self.assertEqual(request["msg_type"], "input_request")
+        self.assertEqual(request["content"]["prompt"], "name? ")
+        self.kernel.client.input("sandgate")
+        self.kernel.finish(cell)
+        self.assertOk(cell)
+        self.assertIn("hello sandgate", cell.text())
+
+    def test_complete_and_is_complete(self):
+        reply = self.kernel.request(lambda: self.kernel.client.complete("import o", 8))
+        self.assertIn("os", reply["matches"])
+        reply = self.kernel.request(lambda: self.kernel.client.is_complete("for i in range(3):"))
+        self.assertEqual(reply["status"], "incomplete")
+
+
+class PreloadTest(unittest.TestCase):
+    def test_preload_imports_before_ready(self):
+        kernel = KernelSession("python", ["--preload", "json,decimal,no_such_module_xyz"])
+        try:
+            cell = kernel.run("import sys\n('json' in sys.modules, 'decimal' in sys.modules)")
+            self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"], "(True, True)")
+        finally:
+            kernel.close()
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_shutdown_request_exits_cleanly(self):
+        kernel = KernelSession("python")
+        try:
+            self.assertEqual(kernel.run("import threading\nx = 1").reply["status"], "ok")
+            reply = kernel.control_reply(kernel.client.shutdown())
+            self.assertEqual(reply["msg_type"], "shutdown_reply")
+            process = kernel.manager.provisioner.process
+            self.assertEqual(process.wait(timeout=10), 0)
+        finally:
+            kernel.client.stop_channels()
+            kernel.manager.cleanup_resources()
+
+
+if __name__ == "__main__":
+    unittest.main()
