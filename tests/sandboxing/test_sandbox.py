@@ -329,6 +329,23 @@ class standalone_tests(unittest.TestCase):
         for d in cgroup_dirs(sandbox_id):
             self.assertFalse(os.path.exists(d), d)
 
+    def test_unprivileged_caller(self):
+        if not os.path.exists("/usr/bin/setpriv"):
+            self.skipTest("needs setpriv (util-linux)")
+        tmp = tempfile.mkdtemp(prefix="sandgate-unpriv-")
+        os.chmod(tmp, 0o755)
+        binary = os.path.join(tmp, "sandgate-sandbox")
+        policy = os.path.join(tmp, "policy.json")
+        subprocess.run(["cp", SANDBOX, binary], check=True)
+        subprocess.run(["cp", POLICY, policy], check=True)
+        os.chmod(policy, 0o644)
+        r = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary,
+                            "--policy", policy, "--allow-no-cgroup", "--", "/bin/sh", "-c",
+                            "id -u; ps -eo pid= | wc -l; grep CapBnd /proc/self/status; touch /usr/x || echo ro"],
+                           capture_output=True, text=True, timeout=60, cwd=tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["1000", "4", "CapBnd:", "0000000000000000", "ro"])
+
     def test_bad_policy_names_the_field(self):
         policy = make_policy(network="internet")
         r = run(["/bin/true"], policy)
@@ -438,12 +455,35 @@ class control_tests(unittest.TestCase):
             started = time.time()
             s.proc.communicate(timeout=20)
             elapsed = time.time() - started
-            self.assertLess(elapsed, 5)
+            self.assertLess(elapsed, 10)
+            self.assertLess(time.time(), s.ready["expires_at"] + 5)
             self.assertEqual(s.proc.returncode, 124)
             self.assertEqual(host_processes_with("sleep 1000") and [p for p in host_processes_with("sleep 1000")
                                                                     if str(s.ready["pid"]) in p], [])
             for d in cgroup_dirs(s.id):
                 self.assertFalse(os.path.exists(d), d)
+
+    def test_sigterm_to_the_outer_process_shuts_down_cleanly(self):
+        with supervised() as s:
+            self.assertTrue(s.client.request("spawn", id="k", argv=["/bin/sleep", "1002"])["ok"])
+            s.proc.terminate()
+            s.proc.communicate(timeout=15)
+            self.assertEqual(s.proc.returncode, 0)
+            self.assertEqual(s.client.wait_event("exit", "k")["signal"], 9)
+            self.assertEqual(host_processes_with("sleep 1002"), [])
+            for d in cgroup_dirs(s.id):
+                self.assertFalse(os.path.exists(d), d)
+
+    def test_spawn_log_collects_stdout_and_stderr(self):
+        with supervised() as s:
+            reply = s.client.request("spawn", id="k", argv=["/bin/sh", "-c", "echo out; echo err >&2; ls /proc/self/fd"],
+                                     log="/run/sandgate/k.log")
+            self.assertTrue(reply["ok"], reply)
+            self.assertEqual(s.client.wait_event("exit", "k")["code"], 0)
+            with open(os.path.join(s.run_dir, "k.log")) as f:
+                lines = f.read().split()
+            self.assertEqual(lines[:2], ["out", "err"])
+            self.assertEqual(lines[2:], ["0", "1", "2", "3"], "only stdio (and ls's own directory) are open")
 
     def test_malformed_frames_close_only_that_connection(self):
         with supervised() as s:
