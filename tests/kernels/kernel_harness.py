@@ -16,10 +16,6 @@ STARTUP_TIMEOUT_S = 60
 CELL_TIMEOUT_S = 60
 
 
-# traitlets warns about the _<name>_changed method naming used below.
-warnings.filterwarnings("ignore", message=".*_kernel_name_changed is deprecated", category=DeprecationWarning)
-
-
 class SpecKernelManager(KernelManager):
     """A KernelManager that starts the kernelspec it is asked for.
 
@@ -54,7 +50,9 @@ class KernelSession:
     """One running kernel plus a blocking client."""
 
     def __init__(self, kernel_name, extra_arguments=None):
-        self.manager = SpecKernelManager(kernel_name=kernel_name)
+        with warnings.catch_warnings():  # traitlets dislikes the _<name>_changed override
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.manager = SpecKernelManager(kernel_name=kernel_name)
         assert self.manager.kernel_name == kernel_name
         self.manager.start_kernel(extra_arguments=extra_arguments or [])
         self.client = self.manager.client()

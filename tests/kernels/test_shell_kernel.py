@@ -1,0 +1,145 @@
+"""sandgate-shell through jupyter_client: persistent bash, streams, status, interrupts."""
+
+import signal
+import time
+import unittest
+
+from kernel_harness import KernelSession, KernelTestCase
+
+INTERRUPT_BUDGET_S = 1.0
+TEN_MB = 10 * 1000 * 1000
+
+
+class ShellKernelTest(KernelTestCase):
+    kernel_name = "bash"
+
+    def test_kernel_info(self):
+        info = self.kernel.request(self.kernel.client.kernel_info)
+        self.assertEqual(info["language_info"]["name"], "bash")
+        self.assertEqual(info["implementation"], "sandgate-shell")
+
+    def test_cwd_and_variables_persist(self):
+        self.assertOk(self.kernel.run("cd /tmp; X=1"))
+        cell = self.kernel.run("echo $X; pwd")
+        self.assertOk(cell)
+        self.assertEqual(cell.text(), "1\n/tmp\n")
+
+    def test_functions_persist(self):
+        self.assertOk(self.kernel.run("greet() { echo \"hello $1\"; }"))
+        self.assertEqual(self.kernel.run("greet sandgate").text(), "hello sandgate\n")
+
+    def test_stdout_and_stderr_are_separate_streams(self):
+        cell = self.kernel.run("echo out; echo err >&2")
+        self.assertEqual(cell.text("stdout"), "out\n")
+        self.assertEqual(cell.text("stderr"), "err\n")
+
+    def test_output_streams_while_the_command_runs(self):
+        cell = self.kernel.start("echo first; sleep 1; echo second")
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "first" in m["content"]["text"])
+        first_seen = time.monotonic()
+        self.assertIsNone(cell.reply)
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "second" in m["content"]["text"])
+        self.assertGreater(time.monotonic() - first_seen, 0.5)
+        self.kernel.finish(cell)
+        self.assertOk(cell)
+
+    def test_ten_megabytes_stream_in_several_chunks(self):
+        cell = self.kernel.run(f"head -c {TEN_MB} /dev/zero | tr '\\0' 'a'")
+        self.assertOk(cell)
+        chunks = cell.streams("stdout")
+        self.assertGreater(len(chunks), 10)
+        self.assertEqual(sum(len(c["text"]) for c in chunks), TEN_MB)
+
+    def test_utf8_split_across_chunks_stays_valid(self):
+        cell = self.kernel.run("for i in $(seq 30000); do printf 'é€'; done")
+        self.assertEqual(cell.text(), "é€" * 30000)
+
+    def test_nonzero_exit_is_an_error_with_the_status(self):
+        cell = self.kernel.run("echo before; (exit 3)")
+        self.assertEqual(cell.reply["status"], "error")
+        self.assertEqual(cell.reply["ename"], "ExitStatus")
+        self.assertEqual(cell.reply["evalue"], "3")
+        self.assertEqual(cell.of_type("error")[0]["evalue"], "3")
+        self.assertEqual(cell.text(), "before\n")
+        self.assertOk(self.kernel.run("false; true"))
+
+    def interrupt_cell(self, interrupt):
+        self.assertOk(self.kernel.run("KEPT=yes"))
+        cell = self.kernel.start("echo started; sleep 100; echo not-reached")
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "started" in m["content"]["text"])
+        sent = time.monotonic()
+        interrupt()
+        self.kernel.finish(cell, timeout=10)
+        self.assertLess(time.monotonic() - sent, INTERRUPT_BUDGET_S)
+        self.assertEqual(cell.reply["status"], "error")
+        self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("ExitStatus", "130"))
+        self.assertNotIn("not-reached", cell.text())
+        self.assertEqual(self.kernel.run("echo $KEPT").text(), "yes\n")
+
+    def test_sigint_interrupts_sleep(self):
+        self.interrupt_cell(lambda: self.kernel.manager.signal_kernel(signal.SIGINT))
+
+    def test_interrupt_request_interrupts_sleep(self):
+        self.interrupt_cell(self.kernel.interrupt_by_message)
+
+    def test_interrupt_stops_a_shell_loop(self):
+        cell = self.kernel.start("echo started; while true; do :; done; echo not-reached")
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "started" in m["content"]["text"])
+        self.kernel.manager.interrupt_kernel()
+        self.kernel.finish(cell, timeout=10)
+        self.assertEqual(cell.reply["evalue"], "130")
+        self.assertNotIn("not-reached", cell.text())
+
+    def test_idle_interrupts_are_harmless(self):
+        for _ in range(3):
+            self.kernel.manager.signal_kernel(signal.SIGINT)
+        self.kernel.interrupt_by_message()
+        self.assertEqual(self.kernel.run("echo fine").text(), "fine\n")
+
+    def test_commands_do_not_read_the_kernel_pipe(self):
+        cell = self.kernel.run("cat; echo done")
+        self.assertOk(cell)
+        self.assertEqual(cell.text(), "done\n")
+
+    def test_complete_commands_files_and_variables(self):
+        reply = self.kernel.request(lambda: self.kernel.client.complete("ech", 3))
+        self.assertIn("echo", reply["matches"])
+        self.assertEqual((reply["cursor_start"], reply["cursor_end"]), (0, 3))
+        reply = self.kernel.request(lambda: self.kernel.client.complete("ls /us", 6))
+        self.assertIn("/usr/", reply["matches"])
+        self.assertEqual(reply["cursor_start"], 3)
+        self.assertOk(self.kernel.run("SANDGATE_COMPLETE_ME=1"))
+        reply = self.kernel.request(lambda: self.kernel.client.complete("echo $SANDGATE_COMP", 19))
+        self.assertIn("$SANDGATE_COMPLETE_ME", reply["matches"])
+
+    def test_is_complete(self):
+        cases = {
+            "echo ok": "complete",
+            "if true; then": "incomplete",
+            "for i in 1 2; do echo $i": "incomplete",
+            "echo 'unterminated": "incomplete",
+            "echo continued \\": "incomplete",
+            "fi": "invalid",
+        }
+        for code, expected in cases.items():
+            reply = self.kernel.request(lambda code=code: self.kernel.client.is_complete(code))
+            self.assertEqual(reply["status"], expected, code)
+
+
+class ShellExitTest(unittest.TestCase):
+    def test_exit_starts_a_new_shell(self):
+        kernel = KernelSession("bash")
+        try:
+            cell = kernel.run("exit 4")
+            self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("ShellExited", "4"))
+            self.assertEqual(kernel.run("echo alive").text(), "alive\n")
+            reply = kernel.control_reply(kernel.client.shutdown())
+            self.assertEqual(reply["msg_type"], "shutdown_reply")
+            self.assertEqual(kernel.manager.provisioner.process.wait(timeout=10), 0)
+        finally:
+            kernel.client.stop_channels()
+            kernel.manager.cleanup_resources()
+
+
+if __name__ == "__main__":
+    unittest.main()
