@@ -1,0 +1,124 @@
+// gateway_bench: measures one target (a gateway, or kernels over ZeroMQ)
+// and prints the results as one JSON object on stdout. run_gateway_bench
+// starts the targets and puts the results side by side.
+#include "measurements.hpp"
+#include "process_stats.hpp"
+#include "targets.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+namespace sb = sandgate::bench;
+
+namespace {
+
+constexpr const char* usage =
+    "usage: gateway_bench --target zmq --kernelspec DIR [options]\n"
+    "       gateway_bench --target rest --port P [--host H] [--token T] [--base-url /] [--kernel-name N]\n"
+    "                     [--protocol v1|legacy] [--pid SERVER_PID] [options]\n"
+    "options: --starts N --warmup N --executes N --stream-mib N --png-repeats N\n"
+    "         --concurrency N[,N...] (0: none) --concurrent-executes N --settle-s S\n";
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (const int n = std::stoi(item); n > 0) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::string target_kind;
+  sb::rest_options rest;
+  sb::zmq_options zmq;
+  sb::plan plan;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--help") {
+        std::cout << usage;
+        return 0;
+      }
+      if (i + 1 >= argc) throw std::invalid_argument("missing value for " + arg);
+      const std::string value = argv[++i];
+      if (arg == "--target")
+        target_kind = value;
+      else if (arg == "--kernelspec")
+        zmq.kernelspec_dir = value;
+      else if (arg == "--host")
+        rest.host = value;
+      else if (arg == "--port")
+        rest.port = value;
+      else if (arg == "--token")
+        rest.token = value;
+      else if (arg == "--base-url")
+        rest.base_url = value;
+      else if (arg == "--kernel-name")
+        rest.kernel_name = value;
+      else if (arg == "--protocol")
+        rest.v1 = value == "v1";
+      else if (arg == "--pid")
+        rest.server_pid = std::stoi(value);
+      else if (arg == "--starts")
+        plan.starts = std::stoi(value);
+      else if (arg == "--warmup")
+        plan.warmup = std::stoi(value);
+      else if (arg == "--executes")
+        plan.executes = std::stoi(value);
+      else if (arg == "--stream-mib")
+        plan.stream_mib = std::stoi(value);
+      else if (arg == "--png-repeats")
+        plan.png_repeats = std::stoi(value);
+      else if (arg == "--concurrency")
+        plan.concurrency = parse_list(value);
+      else if (arg == "--concurrent-executes")
+        plan.concurrent_executes = std::stoi(value);
+      else if (arg == "--settle-s")
+        plan.settle_s = std::stoi(value);
+      else
+        throw std::invalid_argument("unknown option " + arg);
+    }
+    if (target_kind != "zmq" && target_kind != "rest") throw std::invalid_argument("--target zmq|rest");
+    if (plan.starts < 1) throw std::invalid_argument("--starts must be at least 1");
+  } catch (const std::exception& e) {
+    std::cerr << "gateway_bench: " << e.what() << "\n" << usage;
+    return 2;
+  }
+
+  try {
+    auto target = target_kind == "zmq" ? sb::make_zmq_target(zmq) : sb::make_rest_target(rest);
+    const pid_t pid = target->server_pid();
+    nlohmann::json results;
+    nlohmann::json rss;
+    if (pid > 0) rss["idle_kib"] = sb::read_memory(pid).rss;
+    {
+      std::unique_ptr<sb::kernel_session> kernel;
+      results["start"] = sb::measure_starts(*target, plan, kernel);
+      if (pid > 0) rss["one_kernel_kib"] = sb::read_memory(pid).rss;
+      results["execute"] = sb::measure_executes(*target, *kernel, plan);
+      results["png"] = sb::measure_png(*kernel, plan);
+      results["stream"] = sb::measure_stream(*target, *kernel, plan);
+    }
+    results["concurrent"] = nlohmann::json::array();
+    for (const int n : plan.concurrency)
+      results["concurrent"].push_back(sb::measure_concurrent(*target, n, plan));
+    if (pid > 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(plan.settle_s));
+      const auto m = sb::read_memory(pid);
+      rss["end_kib"] = m.rss;
+      rss["peak_kib"] = m.peak;
+      results["rss"] = rss;
+    }
+    std::cout << results.dump(2) << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "gateway_bench: failed: " << e.what() << "\n";
+    return 1;
+  }
+}

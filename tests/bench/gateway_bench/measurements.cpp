@@ -1,0 +1,184 @@
+#include "measurements.hpp"
+
+#include "conversation.hpp"
+#include "process_stats.hpp"
+#include "stats.hpp"
+
+#include <exception>
+#include <iostream>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+namespace sandgate::bench {
+namespace {
+
+constexpr auto execute_timeout = std::chrono::seconds(60);
+constexpr auto stream_timeout = std::chrono::seconds(600);
+
+struct server_clock {
+  pid_t pid;
+  std::int64_t cpu_us = read_cpu_us(pid);
+  std::int64_t sched_ns = read_sched_ns(pid);
+
+  // CPU µs per item since construction (stat ticks, and schedstat).
+  void report(nlohmann::json& out, const char* key, double items) const {
+    if (pid <= 0) return;
+    const auto cpu = read_cpu_us(pid) - cpu_us;
+    const auto sched = read_sched_ns(pid) - sched_ns;
+    out[key] = static_cast<double>(cpu) / items;
+    if (sched_ns >= 0) out[std::string(key) + "_schedstat"] = static_cast<double>(sched) / 1000.0 / items;
+  }
+};
+
+void note(const std::string& what) {
+  std::cerr << "gateway_bench: " << what << std::endl;
+}
+
+// Runs fn(i) on n threads released together; rethrows the first failure.
+template <typename F>
+void in_parallel(int n, F fn) {
+  std::latch ready(n);
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      ready.arrive_and_wait();
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+nlohmann::json measure_starts(target& t, const plan& p, std::unique_ptr<kernel_session>& kept) {
+  std::vector<double> ms;
+  for (int i = 0; i < p.starts; ++i) {
+    kept.reset();
+    kept = t.start_kernel();
+    ms.push_back(kept->start_ms);
+  }
+  note("kernel start p50 " + std::to_string(percentile(ms, 50)) + " ms");
+  return {{"all_ms", ms}, {"p50_ms", percentile(ms, 50)}, {"max_ms", percentile(ms, 100)}};
+}
+
+nlohmann::json measure_executes(target& t, kernel_session& k, const plan& p) {
+  auto& c = k.connection();
+  for (int i = 0; i < p.warmup; ++i)
+    (void)execute(c, "1", execute_timeout);
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(p.executes));
+  const server_clock server{t.server_pid()};
+  const auto started = bench_clock::now();
+  for (int i = 0; i < p.executes; ++i)
+    ms.push_back(execute(c, "1", execute_timeout).done_ms);
+  const double wall_s = ms_between(started, bench_clock::now()) / 1000.0;
+  nlohmann::json out = {{"n", p.executes},
+                        {"p50_ms", percentile(ms, 50)},
+                        {"p99_ms", percentile(ms, 99)},
+                        {"per_s", p.executes / wall_s}};
+  server.report(out, "server_cpu_us_per_exec", p.executes);
+  note("execute p50 " + std::to_string(percentile(ms, 50)) + " ms");
+  return out;
+}
+
+nlohmann::json measure_png(kernel_session& k, const plan& p) {
+  auto& c = k.connection();
+  (void)execute(c,
+                "import base64, os\n"
+                "_png = base64.b64encode(b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom((1 << 20) - 8)).decode()\n"
+                "from IPython.display import display as _display\n",
+                execute_timeout);
+  std::vector<double> display_ms, done_ms;
+  std::size_t bytes = 0;
+  for (int i = 0; i < p.png_repeats; ++i) {
+    const auto r = execute(c, "_display({'image/png': _png}, raw=True)", execute_timeout);
+    if (r.first_display_ms < 0) throw bench_error("no display_data for the PNG");
+    display_ms.push_back(r.first_display_ms);
+    done_ms.push_back(r.done_ms);
+    bytes = r.display_bytes;
+  }
+  note("png display p50 " + std::to_string(percentile(display_ms, 50)) + " ms");
+  return {{"display_ms_p50", percentile(display_ms, 50)},
+          {"done_ms_p50", percentile(done_ms, 50)},
+          {"content_bytes", bytes}};
+}
+
+nlohmann::json measure_stream(target& t, kernel_session& k, const plan& p) {
+  auto& c = k.connection();
+  const std::size_t writes = static_cast<std::size_t>(p.stream_mib) * 16;  // 64 KiB each
+  const std::string code = "import sys\n_chunk = 'x' * 65535 + '\\n'\nfor _ in range(" +
+                           std::to_string(writes) + "):\n    sys.stdout.write(_chunk)\nsys.stdout.flush()\n";
+  const pid_t pid = t.server_pid();
+  nlohmann::json out;
+  if (pid > 0) out["rss_before_kib"] = read_memory(pid).rss;
+  const server_clock server{pid};
+  const auto r = execute(c, code, stream_timeout);
+  const double payload = static_cast<double>(writes) * 65536.0;
+  if (static_cast<double>(r.stream_bytes) < payload)
+    throw bench_error("stream: received " + std::to_string(r.stream_bytes) + " bytes of " +
+                      std::to_string(static_cast<std::size_t>(payload)));
+  out["payload_bytes"] = payload;
+  out["messages"] = r.iopub_messages;
+  out["s"] = r.done_ms / 1000.0;
+  out["mb_s"] = payload / 1e6 / (r.done_ms / 1000.0);
+  server.report(out, "server_cpu_us_per_mib", p.stream_mib);
+  if (pid > 0) {
+    out["rss_peak_kib"] = read_memory(pid).peak;
+    std::this_thread::sleep_for(std::chrono::seconds(p.settle_s));
+    out["rss_after_kib"] = read_memory(pid).rss;
+  }
+  note("stream " + std::to_string(out["mb_s"].get<double>()) + " MB/s");
+  return out;
+}
+
+nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
+  std::vector<std::unique_ptr<kernel_session>> kernels(static_cast<std::size_t>(n));
+  const auto started = bench_clock::now();
+  in_parallel(n, [&](int i) { kernels[static_cast<std::size_t>(i)] = t.start_kernel(); });
+  const double start_wall_ms = ms_between(started, bench_clock::now());
+  std::vector<double> start_ms;
+  for (const auto& k : kernels)
+    start_ms.push_back(k->start_ms);
+
+  in_parallel(n, [&](int i) {
+    for (int j = 0; j < 20; ++j)
+      (void)execute(kernels[static_cast<std::size_t>(i)]->connection(), "1", execute_timeout);
+  });
+  std::vector<std::vector<double>> per_kernel(static_cast<std::size_t>(n));
+  const server_clock server{t.server_pid()};
+  const auto exec_started = bench_clock::now();
+  in_parallel(n, [&](int i) {
+    auto& mine = per_kernel[static_cast<std::size_t>(i)];
+    auto& c = kernels[static_cast<std::size_t>(i)]->connection();
+    for (int j = 0; j < p.concurrent_executes; ++j)
+      mine.push_back(execute(c, "1", execute_timeout).done_ms);
+  });
+  const double exec_wall_s = ms_between(exec_started, bench_clock::now()) / 1000.0;
+  std::vector<double> ms;
+  for (const auto& v : per_kernel)
+    ms.insert(ms.end(), v.begin(), v.end());
+  nlohmann::json out = {{"kernels", n},
+                        {"start_wall_ms", start_wall_ms},
+                        {"start_p50_ms", percentile(start_ms, 50)},
+                        {"start_max_ms", percentile(start_ms, 100)},
+                        {"exec_p50_ms", percentile(ms, 50)},
+                        {"exec_p99_ms", percentile(ms, 99)},
+                        {"exec_per_s", static_cast<double>(ms.size()) / exec_wall_s}};
+  server.report(out, "server_cpu_us_per_exec", static_cast<double>(ms.size()));
+  if (t.server_pid() > 0) out["rss_kib"] = read_memory(t.server_pid()).rss;
+  note(std::to_string(n) + " kernels: start wall " + std::to_string(start_wall_ms) + " ms, execute p50 " +
+       std::to_string(percentile(ms, 50)) + " ms");
+  in_parallel(n, [&](int i) { kernels[static_cast<std::size_t>(i)].reset(); });
+  return out;
+}
+
+}  // namespace sandgate::bench
