@@ -3,10 +3,13 @@
 #include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "sandboxing/sys_error.hpp"
 
@@ -45,6 +48,32 @@ void allow_sockets(scmp_filter_ctx ctx) {
         "seccomp_rule_add(socketpair AF_UNIX)");
 }
 
+// Allows ioctl for every request except the given ones. The kernel reads the
+// request as 32 bits, so the rules look only at those: a walk down the bits
+// that allows each subtree holding no refused value with one masked compare.
+void allow_ioctl_subtree(scmp_filter_ctx ctx, const std::vector<std::uint32_t>& refused, std::uint32_t prefix,
+                         int fixed_bits) {
+  const std::uint32_t mask = fixed_bits == 0 ? 0 : ~std::uint32_t{0} << (32 - fixed_bits);
+  std::vector<std::uint32_t> inside;
+  for (std::uint32_t r : refused) {
+    if ((r & mask) == prefix) inside.push_back(r);
+  }
+  if (inside.empty()) {
+    check(
+        seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, mask, prefix)),
+        "seccomp_rule_add(ioctl)");
+    return;
+  }
+  if (fixed_bits == 32) return;  // a refused request
+  const std::uint32_t bit = std::uint32_t{1} << (31 - fixed_bits);
+  allow_ioctl_subtree(ctx, inside, prefix, fixed_bits + 1);
+  allow_ioctl_subtree(ctx, inside, prefix | bit, fixed_bits + 1);
+}
+
+void allow_ioctl_except(scmp_filter_ctx ctx, const std::vector<std::uint32_t>& refused) {
+  allow_ioctl_subtree(ctx, refused, 0, 0);
+}
+
 }  // namespace
 
 void load_seccomp_filter() {
@@ -60,6 +89,7 @@ void load_seccomp_filter() {
                          SCMP_A0(SCMP_CMP_MASKED_EQ, namespace_flags, 0)),
         "seccomp_rule_add(clone without namespace flags)");
   allow_sockets(ctx.get());
+  allow_ioctl_except(ctx.get(), {TIOCSTI, TIOCLINUX});
   check(seccomp_load(ctx.get()), "seccomp_load");
 }
 

@@ -1,8 +1,8 @@
 // The system calls a sandboxed program may make freely. Calls that reach
 // beyond the sandbox (mount, namespaces, ptrace, keyrings, bpf, perf,
 // userfaultfd, io_uring, modules, kexec, reboot, swap, syslog, acct, quotas,
-// file handles) are absent on purpose. clone, clone3, socket and socketpair
-// have argument rules in seccomp.cpp.
+// file handles) are absent on purpose. clone, clone3, socket, socketpair and
+// ioctl have argument rules in seccomp.cpp.
 #include "sandboxing/seccomp.hpp"
 
 namespace sandgate::sandboxing {
@@ -240,7 +240,6 @@ const std::vector<std::string>& allowed_syscalls() {
       "inotify_init1",
       "inotify_add_watch",
       "inotify_rm_watch",
-      "ioctl",
       // waiting and polling
       "pipe",
       "pipe2",

@@ -2,7 +2,8 @@
 // system calls that Python (numpy, pandas, matplotlib), bash and coreutils
 // use. Anything else fails with EPERM; clone3 fails with ENOSYS so that libc
 // falls back to clone, whose namespace flags are refused; socket() is allowed
-// for AF_UNIX, AF_INET/AF_INET6 stream and datagram, and AF_NETLINK route only.
+// for AF_UNIX, AF_INET/AF_INET6 stream and datagram, and AF_NETLINK route only;
+// ioctl for every request but TIOCSTI and TIOCLINUX.
 #pragma once
 
 #include <string>
