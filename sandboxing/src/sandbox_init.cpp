@@ -66,6 +66,9 @@ struct step {
 void run_inner(init_plan& plan, int handshake_fd) {
   const policy& p = *plan.sandbox_policy;
   std::vector<unique_fd> pinned;
+  // Out of the caller's foreground process group: terminal signals reach only
+  // the outer process, which forwards them once.
+  ::setpgid(0, 0);
   try {
     const go_message go = wait_for_go(handshake_fd);
     plan.supervisor.host_pid = go.host_pid;
