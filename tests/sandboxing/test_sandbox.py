@@ -495,6 +495,50 @@ class control_tests(unittest.TestCase):
             self.assertEqual(lines[:2], ["out", "err"])
             self.assertEqual(lines[2:], ["0", "1", "2", "3"], "only stdio (and ls's own directory) are open")
 
+    def test_jupyter_kernel_over_ipc_sockets_in_the_run_dir(self):
+        try:
+            import jupyter_client  # noqa: F401
+            import ipykernel  # noqa: F401
+        except ImportError:
+            self.skipTest("needs python3-jupyter-client and python3-ipykernel")
+        from jupyter_client import BlockingKernelClient
+        with supervised() as s:
+            key = uuid.uuid4().hex
+            info = {"transport": "ipc", "ip": "/run/sandgate/k1", "shell_port": 1, "iopub_port": 2,
+                    "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": key,
+                    "signature_scheme": "hmac-sha256", "kernel_name": "python3"}
+            path = os.path.join(s.run_dir, "k1.json")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(info, f)
+            os.chown(path, s.ready["host_uid"], s.ready["host_gid"])
+            env = {"PATH": "/usr/bin:/bin", "IPYTHONDIR": "/tmp/.ipython", "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter"}
+            reply = s.client.request("spawn", id="k1", argv=["/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
+                                                            "/run/sandgate/k1.json"], env=env,
+                                     log="/run/sandgate/k1.log")
+            self.assertTrue(reply["ok"], reply)
+            wait_for_file(os.path.join(s.run_dir, "k1-5"), timeout=60)
+            kc = BlockingKernelClient()
+            kc.load_connection_info({**info, "ip": os.path.join(s.run_dir, "k1")})
+            kc.start_channels()
+            try:
+                kc.wait_for_ready(timeout=60)
+                outputs = []
+                kc.execute_interactive("import numpy; print(numpy.arange(4).sum())", timeout=60,
+                                       output_hook=lambda m: outputs.append(m))
+                text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+                self.assertEqual(text.strip(), "6")
+                self.assertEqual(os.stat(os.path.join(s.run_dir, "k1-1")).st_uid, s.ready["host_uid"])
+                # an interrupt through the control socket reaches the kernel
+                msg_id = kc.execute("import time; time.sleep(30)")
+                time.sleep(1)
+                self.assertTrue(s.client.request("signal", id="k1", signal=2, group=False)["ok"])
+                result = kc.get_shell_msg(timeout=20)
+                self.assertEqual(result["parent_header"]["msg_id"], msg_id)
+                self.assertEqual(result["content"]["ename"], "KeyboardInterrupt")
+            finally:
+                kc.stop_channels()
+
     def test_malformed_frames_close_only_that_connection(self):
         with supervised() as s:
             s.client.sock.sendall(struct.pack(">I", 2 << 20))
