@@ -2,6 +2,8 @@
 
 #include "json_scanner.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 
 namespace sandgate::protocol::detail {
@@ -122,7 +124,18 @@ class scanner {
     return p_ != start;
   }
 
-  bool number() noexcept {
+  // The grammar, then, for the rare number that could overflow a double (an
+  // exponent or over 300 characters), nlohmann's verdict: it rejects
+  // numbers that overflow to infinity, and the two validators must agree.
+  bool number() {
+    const char* start = p_;
+    if (!number_grammar()) return false;
+    const std::string_view token(start, static_cast<std::size_t>(p_ - start));
+    if (token.size() <= 300 && token.find_first_of("eE") == std::string_view::npos) return true;
+    return nlohmann::json::accept(token);
+  }
+
+  bool number_grammar() noexcept {
     if (*p_ == '-') ++p_;
     if (p_ == end_) return false;
     if (*p_ == '0') {

@@ -2,6 +2,8 @@
 
 #include "json_text.hpp"
 
+#include "json_scanner.hpp"
+
 #include <jupyter_protocol/errors.hpp>
 
 #include <nlohmann/json.hpp>
@@ -49,10 +51,15 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 std::error_code check_json_object(std::string_view text) {
-  if (contains_nul(text) || !nlohmann::json::accept(text)) return protocol_errc::bad_json;
-  const std::size_t pos = skip_whitespace(text, 0);
-  if (pos >= text.size() || text[pos] != '{') return protocol_errc::not_an_object;
-  return {};
+  switch (scan_json(text)) {
+    case json_root::object:
+      return {};
+    case json_root::other:
+      return protocol_errc::not_an_object;
+    case json_root::invalid:
+      break;
+  }
+  return protocol_errc::bad_json;
 }
 
 std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept {

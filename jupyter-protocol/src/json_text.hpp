@@ -21,7 +21,7 @@ void append_json_string(std::string& out, std::string_view s);
 }
 
 // Ok when `text` is valid JSON whose value is an object; bad_json or
-// not_an_object otherwise.
+// not_an_object otherwise (json_scanner: strict, no document built).
 [[nodiscard]] std::error_code check_json_object(std::string_view text);
 
 // Calls `on_member(key, value_text)` for each top-level member of `object`,

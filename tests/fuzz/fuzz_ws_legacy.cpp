@@ -1,9 +1,15 @@
 // libFuzzer target: the legacy JSON WebSocket decoder.
 // Input: one flag byte (bit 0: binary frame), then the frame.
 // A decoded message must survive a legacy and a v1 round trip unchanged.
+// Also a differential test: the hot-path JSON scanner must agree with
+// nlohmann::json::accept on every input.
 
 #include <jupyter_protocol/websocket.hpp>
 #include <jupyter_protocol/wire.hpp>
+
+#include "json_scanner.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const bool binary = (data[0] & 1) != 0;
   const std::string_view frame(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  if (frame.find('\0') == std::string_view::npos) {  // nlohmann stops at NUL
+    const auto root = detail::scan_json(frame);
+    check((root != detail::json_root::invalid) == nlohmann::json::accept(frame));
+    if (root != detail::json_root::invalid) {
+      check((root == detail::json_root::object) == nlohmann::json::parse(frame).is_object());
+    }
+  }
 
   channel c = channel::hb;
   message m;
