@@ -49,10 +49,11 @@ class Cell:
 class KernelSession:
     """One running kernel plus a blocking client."""
 
-    def __init__(self, kernel_name, extra_arguments=None):
+    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None):
         with warnings.catch_warnings():  # traitlets dislikes the _<name>_changed override
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.manager = SpecKernelManager(kernel_name=kernel_name)
+            transport = {"transport": "ipc", "ip": ipc_prefix} if ipc_prefix else {}
+            self.manager = SpecKernelManager(kernel_name=kernel_name, **transport)
         assert self.manager.kernel_name == kernel_name
         self.manager.start_kernel(extra_arguments=extra_arguments or [])
         self.client = self.manager.client()

@@ -1,7 +1,9 @@
 """sandgate-python through jupyter_client: state, interrupts, errors, rich output."""
 
 import base64
+import os
 import signal
+import tempfile
 import time
 import unittest
 
@@ -162,6 +164,22 @@ class ShutdownTest(unittest.TestCase):
         finally:
             kernel.client.stop_channels()
             kernel.manager.cleanup_resources()
+
+
+class IpcTransportTest(unittest.TestCase):
+    def test_ipc_sockets_in_a_long_directory(self):
+        # xeus 2.4.1 alone fails with "Invalid argument" past ~23 characters of ip.
+        with tempfile.TemporaryDirectory(prefix="sandgate-kernel-test-with-a-long-run-directory-") as run_dir:
+            kernel = KernelSession("python", ipc_prefix=os.path.join(run_dir, "kernel"))
+            try:
+                cell = kernel.run("print('ipc-ok')")
+                self.assertEqual(cell.text(), "ipc-ok\n")
+                self.assertTrue(os.path.exists(os.path.join(run_dir, "kernel-1")))
+                # The kernel's working directory is not the socket directory.
+                pwd = kernel.run("import os; print(os.getcwd())").text().strip()
+                self.assertNotEqual(pwd, run_dir)
+            finally:
+                kernel.close()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """sandgate-shell through jupyter_client: persistent bash, streams, status, interrupts."""
 
+import os
 import signal
+import tempfile
 import time
 import unittest
 
@@ -139,6 +141,22 @@ class ShellExitTest(unittest.TestCase):
         finally:
             kernel.client.stop_channels()
             kernel.manager.cleanup_resources()
+
+
+class IpcTransportTest(unittest.TestCase):
+    def test_ipc_sockets_in_a_long_directory(self):
+        # xeus 2.4.1 alone fails with "Invalid argument" past ~23 characters of ip.
+        with tempfile.TemporaryDirectory(prefix="sandgate-kernel-test-with-a-long-run-directory-") as run_dir:
+            kernel = KernelSession("bash", ipc_prefix=os.path.join(run_dir, "kernel"))
+            try:
+                cell = kernel.run("echo ipc-ok")
+                self.assertEqual(cell.text(), "ipc-ok\n")
+                self.assertTrue(os.path.exists(os.path.join(run_dir, "kernel-1")))
+                # The kernel's working directory is not the socket directory.
+                pwd = kernel.run("pwd").text().strip()
+                self.assertNotEqual(pwd, run_dir)
+            finally:
+                kernel.close()
 
 
 if __name__ == "__main__":

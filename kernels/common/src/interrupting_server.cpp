@@ -5,6 +5,8 @@
 
 #include <xeus/xserver_shell_main.hpp>
 
+#include "ipc_directory_scope.hpp"
+
 namespace sandgate::kernels {
 namespace {
 
@@ -26,8 +28,13 @@ std::unique_ptr<xeus::xserver> make_interrupting_server(xeus::xcontext& context,
     const std::scoped_lock lock(hook_mutex);
     hook = current_hook;
   }
-  return std::make_unique<interrupting_server>(xeus::make_xserver_shell_main(context, config, eh),
-                                               std::move(hook));
+  xeus::xconfiguration bind_config = config;
+  std::unique_ptr<xeus::xserver> inner;
+  {
+    const ipc_directory_scope scope(bind_config);
+    inner = xeus::make_xserver_shell_main(context, bind_config, eh);
+  }
+  return std::make_unique<interrupting_server>(std::move(inner), std::move(hook));
 }
 
 interrupting_server::interrupting_server(std::unique_ptr<xeus::xserver> inner, interrupt_hook hook)
