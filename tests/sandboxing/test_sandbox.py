@@ -520,6 +520,7 @@ class control_tests(unittest.TestCase):
             wait_for_file(os.path.join(s.run_dir, "k1-5"), timeout=60)
             kc = BlockingKernelClient()
             kc.load_connection_info({**info, "ip": os.path.join(s.run_dir, "k1")})
+            kc.hb_channel.time_to_dead = 30.0  # a loaded machine must not pass for a dead kernel
             kc.start_channels()
             try:
                 kc.wait_for_ready(timeout=60)
