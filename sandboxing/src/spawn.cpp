@@ -33,8 +33,11 @@ void open_stdio(const spawn_spec& spec) {
   unique_fd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!in) throw sys_error("open(/dev/null)", errno);
   const std::string out_path = spec.log.empty() ? "/dev/null" : spec.log;
-  unique_fd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  // O_NONBLOCK: a FIFO planted at the log path must not hang the supervisor,
+  // which waits for this child to exec.
+  unique_fd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!out) throw sys_error("open(" + out_path + ", O_WRONLY|O_CREAT|O_APPEND)", errno);
+  check_sys(::fcntl(out.get(), F_SETFL, O_APPEND), "fcntl(" + out_path + ", F_SETFL, O_APPEND)");
   check_sys(::dup2(in.get(), 0), "dup2(stdin)");
   check_sys(::dup2(out.get(), 1), "dup2(stdout)");
   check_sys(::dup2(out.get(), 2), "dup2(stderr)");

@@ -540,6 +540,15 @@ class control_tests(unittest.TestCase):
             finally:
                 kc.stop_channels()
 
+    def test_a_fifo_planted_at_the_log_path_does_not_hang_the_supervisor(self):
+        with supervised() as s:
+            self.assertTrue(s.client.request("spawn", id="a", argv=["/usr/bin/mkfifo", "/run/sandgate/k.log"])["ok"])
+            s.client.wait_event("exit", "a")
+            reply = s.client.request("spawn", id="k", argv=["/bin/true"], log="/run/sandgate/k.log")
+            self.assertFalse(reply["ok"])
+            self.assertIn("open(/run/sandgate/k.log", reply["error"])
+            self.assertTrue(s.client.request("ping")["ok"])
+
     def test_malformed_frames_close_only_that_connection(self):
         with supervised() as s:
             s.client.sock.sendall(struct.pack(">I", 2 << 20))
