@@ -263,6 +263,21 @@ class standalone_tests(unittest.TestCase):
             self.assertEqual(f.read(), "from sandbox\n")
         self.assertNotEqual(os.stat(os.path.join(workspace, "out.txt")).st_uid, 0)
 
+    def test_policy_mounts_bind_host_paths(self):
+        data = tempfile.mkdtemp(prefix="sandgate-data-")
+        out = tempfile.mkdtemp(prefix="sandgate-out-")
+        os.chmod(out, 0o777)
+        with open(os.path.join(data, "in.txt"), "w") as f:
+            f.write("data\n")
+        os.chmod(data, 0o755)
+        policy = make_policy(mounts=[{"source": data, "target": "/data"},
+                                     {"source": out, "target": "/mnt/out", "read_only": False}])
+        r = run(["/bin/sh", "-c", "cat /data/in.txt; touch /data/x 2>/dev/null && echo WROTE; "
+                 "echo hi > /mnt/out/o.txt && echo ok"], policy)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["data", "ok"])
+        self.assertTrue(os.path.exists(os.path.join(out, "o.txt")))
+
     def test_no_network(self):
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
