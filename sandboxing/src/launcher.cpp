@@ -80,89 +80,66 @@ bool valid_sandbox_id(const std::string& id) {
   return true;
 }
 
-int launch(launch_options options) {
-  const policy& p = options.sandbox_policy;
-  if (options.id.empty()) options.id = random_id();
-  if (!valid_sandbox_id(options.id)) throw std::invalid_argument("--id: use 1 to 64 of [A-Za-z0-9_.-]");
-  const bool control_mode = !options.control_path.empty();
-  if (!control_mode && options.command.empty())
-    throw std::invalid_argument("give --control PATH or -- command");
-  if (control_mode) ::setsid();  // leave the caller's session: a gateway restart must not reach the sandbox
+namespace {
 
-  detail::init_plan plan;
-  plan.sandbox_policy = &p;
-  const std::uint32_t slot = options.host_id_slot.value_or(host_id_slot(options.id, default_host_id_slots));
-  plan.ids = plan_ids(p.uid, p.gid, options.host_id_base, slot);
+struct host_cgroup {
+  cgroup group;
+  unique_fd oom_counter;
+};
 
+// The sandbox's cgroup, or none when the host has none and that is allowed.
+host_cgroup make_cgroup(const launch_options& options) {
   const cgroup_layout layout = detect_cgroups(options.cgroup_root);
   if (layout.version == cgroup_version::none && options.require_cgroup) {
     throw sys_error(
         "cgroups: no v2 memory controller nor v1 memory+pids hierarchy under " + options.cgroup_root, ENOENT);
   }
-  cgroup group;
-  unique_fd oom_counter;
+  host_cgroup result;
   try {
     sweep_stale_cgroups(layout, options.cgroup_parent, 60);
-    group = cgroup::create(layout, options.cgroup_parent, options.id, p.limits);
-    oom_counter = group.open_oom_counter();
+    result.group = cgroup::create(layout, options.cgroup_parent, options.id, options.sandbox_policy.limits);
+    result.oom_counter = result.group.open_oom_counter();
   } catch (const sys_error& e) {
     if (options.require_cgroup) throw;
     std::fprintf(stderr, "sandgate-sandbox: running without cgroup limits: %s\n", e.what());
-    group = cgroup();
+    result.group = cgroup();
   }
+  return result;
+}
 
-  bool run_dir_created = false;
-  bool workspace_created = false;
-  unique_fd run_dir, workspace;
-  struct cleanup_t {
-    const launch_options& o;
-    bool& run_dir_created;
-    ~cleanup_t() {
-      if (!o.control_path.empty()) ::unlink(o.control_path.c_str());
-      if (run_dir_created) detail::remove_tree(o.run_dir);
-    }
-  } cleanup{options, run_dir_created};
+void plan_rootfs(const launch_options& options, rootfs_plan& rootfs) {
+  const policy& p = options.sandbox_policy;
   // The inner process opens these paths itself (a mount from the host's
   // mount namespace cannot be bound in the sandbox's).
-  if (!options.run_dir.empty()) {
-    run_dir = detail::prepare_owned_dir(options.run_dir, plan.ids.host_uid, plan.ids.host_gid, true,
-                                        run_dir_created);
-    plan.rootfs.run_source = options.run_dir;
-  }
-  if (!options.workspace_dir.empty()) {
-    workspace = detail::prepare_owned_dir(options.workspace_dir, plan.ids.host_uid, plan.ids.host_gid, true,
-                                          workspace_created);
-    plan.rootfs.workspace_source = options.workspace_dir;
-  }
-  plan.rootfs.extra = p.mounts;
-  unique_fd listener;
-  if (control_mode) listener = detail::listen_control_socket(options.control_path);
+  rootfs.run_source = options.run_dir;
+  rootfs.workspace_source = options.workspace_dir;
+  rootfs.extra = p.mounts;
+  rootfs.workspace_bytes = p.limits.workspace_bytes;
+  rootfs.tmp_bytes = p.limits.tmp_bytes;
+  rootfs.uid = p.uid;
+  rootfs.gid = p.gid;
+  rootfs.hostname = p.hostname;
+}
 
-  plan.rootfs.workspace_bytes = p.limits.workspace_bytes;
-  plan.rootfs.tmp_bytes = p.limits.tmp_bytes;
-  plan.rootfs.uid = p.uid;
-  plan.rootfs.gid = p.gid;
-  plan.rootfs.hostname = p.hostname;
-  auto& s = plan.supervisor;
+void plan_supervisor(const launch_options& options, const id_plan& ids, supervisor_config& s) {
+  const policy& p = options.sandbox_policy;
   s.id = options.id;
-  s.confine = {p.limits, p.uid, p.gid, plan.ids.privileged};
+  s.confine = {p.limits, p.uid, p.gid, ids.privileged};
   s.base_env = p.env.set;
   s.expires_at = static_cast<std::int64_t>(::time(nullptr)) + static_cast<std::int64_t>(p.ttl_s);
   s.max_execution_s = p.max_execution_s;
   s.outer_pid = ::getpid();
-  s.host_uid = plan.ids.host_uid;
-  s.host_gid = plan.ids.host_gid;
-  s.oom_counter_fd = oom_counter.get();
-  s.listen_fd = listener.get();
-  if (!control_mode) s.standalone = spawn_spec{options.command, standalone_env(p), "/workspace", "", true};
+  s.host_uid = ids.host_uid;
+  s.host_gid = ids.host_gid;
+  if (options.control_path.empty()) {
+    s.standalone = spawn_spec{options.command, standalone_env(p), "/workspace", "", true};
+  }
+}
 
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
-    sigaddset(&mask, sig);
-  check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
-  ::signal(SIGPIPE, SIG_IGN);
-
+// Clones the inner process, gives it its maps and cgroup, lets it run the
+// setup and waits for its verdict. Returns its pid; throws with the failed
+// step's error after reaping it.
+pid_t start_inner(detail::init_plan& plan, const cgroup& group) {
   int pair[2];
   check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair),
             "socketpair(AF_UNIX, SOCK_SEQPACKET)");
@@ -172,16 +149,16 @@ int launch(launch_options options) {
   const unsigned long flags =
       CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
   const long pid = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
-  if (pid == -1)
+  if (pid == -1) {
     throw sys_error("clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
                     errno);
+  }
   if (pid == 0) {
     parent_end.reset();
     detail::run_inner(plan, child_end.release());
   }
   const auto inner = static_cast<pid_t>(pid);
   child_end.reset();
-  listener.reset();
   std::string error;
   try {
     write_id_maps(inner, plan.ids);
@@ -205,12 +182,73 @@ int launch(launch_options options) {
   if (!error.empty()) {
     ::kill(inner, SIGKILL);
     ::waitpid(inner, nullptr, 0);
-    std::fprintf(stderr, "sandgate-sandbox: %s\n", error.c_str());
+    throw std::runtime_error(error);
+  }
+  return inner;
+}
+
+// Removes what the outer process made on the host, on every path out.
+struct host_cleanup {
+  const launch_options& options;
+  bool run_dir_created = false;
+  ~host_cleanup() {
+    if (!options.control_path.empty()) ::unlink(options.control_path.c_str());
+    if (run_dir_created) detail::remove_tree(options.run_dir);
+  }
+};
+
+}  // namespace
+
+int launch(launch_options options) {
+  const policy& p = options.sandbox_policy;
+  if (options.id.empty()) options.id = random_id();
+  if (!valid_sandbox_id(options.id)) throw std::invalid_argument("--id: use 1 to 64 of [A-Za-z0-9_.-]");
+  const bool control_mode = !options.control_path.empty();
+  if (!control_mode && options.command.empty())
+    throw std::invalid_argument("give --control PATH or -- command");
+  if (control_mode) ::setsid();  // leave the caller's session: a gateway restart must not reach the sandbox
+
+  detail::init_plan plan;
+  plan.sandbox_policy = &p;
+  const std::uint32_t slot = options.host_id_slot.value_or(host_id_slot(options.id, default_host_id_slots));
+  plan.ids = plan_ids(p.uid, p.gid, options.host_id_base, slot);
+  host_cgroup cg = make_cgroup(options);
+
+  host_cleanup cleanup{options};
+  unique_fd run_dir, workspace;
+  bool workspace_created = false;
+  if (!options.run_dir.empty()) {
+    run_dir = detail::prepare_owned_dir(options.run_dir, plan.ids.host_uid, plan.ids.host_gid, true,
+                                        cleanup.run_dir_created);
+  }
+  if (!options.workspace_dir.empty()) {
+    workspace = detail::prepare_owned_dir(options.workspace_dir, plan.ids.host_uid, plan.ids.host_gid, true,
+                                          workspace_created);
+  }
+  unique_fd listener;
+  if (control_mode) listener = detail::listen_control_socket(options.control_path);
+  plan_rootfs(options, plan.rootfs);
+  plan_supervisor(options, plan.ids, plan.supervisor);
+  plan.supervisor.oom_counter_fd = cg.oom_counter.get();
+  plan.supervisor.listen_fd = listener.get();
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
+    sigaddset(&mask, sig);
+  check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
+  ::signal(SIGPIPE, SIG_IGN);
+
+  pid_t inner = 0;
+  try {
+    inner = start_inner(plan, cg.group);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandgate-sandbox: %s\n", e.what());
     return setup_failed_exit;
   }
-  parent_end.reset();
-  const int status = wait_for_inner(inner, s.expires_at);
-  group.remove();
+  listener.reset();  // the supervisor holds it now
+  const int status = wait_for_inner(inner, plan.supervisor.expires_at);
+  cg.group.remove();
   return status;
 }
 
