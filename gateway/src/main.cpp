@@ -63,7 +63,7 @@ int run(sg::config cfg) {
   boost::asio::io_context io{1};
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
   sg::kernelspec_catalog specs(sg::kernelspec_catalog::default_dirs(cfg.kernel_paths, exe_dir));
-  sg::kernel_manager kernels(io, cfg, specs);
+  sg::kernel_manager kernels(io, cfg, specs, exe_dir);
   sg::router router(cfg, kernels, token);
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};

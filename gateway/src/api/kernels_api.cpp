@@ -73,11 +73,17 @@ void router::get_api(context& ctx) {
 }
 
 json router::kernelspec_model(const kernelspec& spec) const {
+  // As jupyter_server lists them: kernel.js and kernel.css by file name,
+  // logo-* without the extension; other files are not listed.
   json resources = json::object();
   for (const auto& file : spec.resources) {
-    auto dot = file.rfind('.');
-    resources[dot == std::string::npos ? file : file.substr(0, dot)] =
-        cfg_.base_url + "kernelspecs/" + spec.name + "/" + file;
+    const std::string url = cfg_.base_url + "kernelspecs/" + spec.name + "/" + file;
+    if (file == "kernel.js" || file == "kernel.css") {
+      resources[file] = url;
+    } else if (file.rfind("logo-", 0) == 0) {
+      const auto dot = file.rfind('.');
+      resources[dot == std::string::npos ? file : file.substr(0, dot)] = url;
+    }
   }
   auto spec_json = json::parse(spec.raw_json, nullptr, false);
   if (!spec_json.is_object()) spec_json = json::object();

@@ -5,11 +5,8 @@
 
 #include "sandbox.hpp"
 
-#include <boost/asio/io_context.hpp>
-
 #include <sys/types.h>
 #include <map>
-#include <memory>
 
 namespace sandgate::gateway {
 
@@ -27,14 +24,7 @@ class host_sandbox final : public sandbox {
   [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
   void hand_over(const std::filesystem::path&) override {}
 
-  // Reaps any of this process's children that ended; call on SIGCHLD.
-  static void reap_children();
-
  private:
-  struct child {
-    pid_t pid;
-    exit_handler on_exit;
-  };
   std::filesystem::path run_dir_;
   std::filesystem::path workspace_;
   std::map<std::string, pid_t> children_;

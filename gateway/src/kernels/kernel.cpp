@@ -30,7 +30,7 @@ std::string replace_all(std::string s, std::string_view from, const std::string&
 }  // namespace
 
 kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts,
-               std::unique_ptr<sandbox> box)
+               std::shared_ptr<sandbox> box)
     : io_(io),
       zmq_(zmq),
       opts_(std::move(opts)),

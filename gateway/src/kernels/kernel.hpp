@@ -46,7 +46,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
  public:
   using done_handler = std::function<void(std::string error)>;  // empty: success
 
-  kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts, std::unique_ptr<sandbox> box);
+  kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts, std::shared_ptr<sandbox> box);
   ~kernel();
 
   void start(done_handler done);
@@ -106,7 +106,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   boost::asio::io_context& io_;
   zmq::context_t& zmq_;
   kernel_options opts_;
-  std::unique_ptr<sandbox> box_;
+  std::shared_ptr<sandbox> box_;
   protocol::connection_info conn_;
   protocol::signer signer_;
   std::string session_ = "";  // the gateway's own session id for its messages

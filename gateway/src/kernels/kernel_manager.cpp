@@ -1,6 +1,8 @@
 #include "kernel_manager.hpp"
 
+#include "child_processes.hpp"
 #include "host_sandbox.hpp"
+#include "supervised_sandbox.hpp"
 
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
@@ -11,8 +13,13 @@
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
 
-kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs)
-    : io_(io), cfg_(cfg), specs_(specs), sigchld_(io, SIGCHLD) {
+kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
+                               fs::path exe_dir)
+    : io_(io), cfg_(cfg), specs_(specs), sigchld_(io, SIGCHLD), exe_dir_(std::move(exe_dir)) {
+  policy_file_ = cfg_.policy_file.empty()
+                     ? exe_dir_ / ".." / "share" / "sandgate" / "policies" / "default.json"
+                     : cfg_.policy_file;
+  policy_file_ = policy_file_.lexically_normal();
   zmq_.set(zmq::ctxopt::blocky, false);
   watch_children();
 }
@@ -26,7 +33,7 @@ kernel_manager::~kernel_manager() {
 void kernel_manager::watch_children() {
   sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
     if (ec) return;
-    host_sandbox::reap_children();
+    reap_children();
     watch_children();
   });
 }
@@ -38,13 +45,44 @@ std::string kernel_manager::default_kernel_name() const {
   return specs_.all().empty() ? "python" : specs_.all().begin()->first;
 }
 
-std::unique_ptr<sandbox> kernel_manager::make_sandbox(const std::string& kernel_id, const kernelspec& spec) {
-  const auto& allowed = cfg_.unsandboxed_kernels;
-  if (std::find(allowed.begin(), allowed.end(), spec.name) != allowed.end() ||
-      std::find(allowed.begin(), allowed.end(), "*") != allowed.end())
-    return std::make_unique<host_sandbox>(cfg_.state_dir / "run" / kernel_id,
+unsigned kernel_manager::claim_slot() {
+  unsigned slot = 0;
+  while (used_slots_.count(slot))
+    ++slot;
+  used_slots_.insert(slot);
+  return slot;
+}
+
+std::shared_ptr<sandbox> kernel_manager::make_sandbox(const std::string& kernel_id, const kernelspec& spec) {
+  const auto& exempt = cfg_.unsandboxed_kernels;
+  if (std::find(exempt.begin(), exempt.end(), spec.name) != exempt.end() ||
+      std::find(exempt.begin(), exempt.end(), "*") != exempt.end()) {
+    log::warn("kernel_unsandboxed", {{"kernel_id", kernel_id}, {"kernel_name", spec.name}});
+    return std::make_shared<host_sandbox>(cfg_.state_dir / "run" / kernel_id,
                                           cfg_.state_dir / "workspaces" / kernel_id);
-  return nullptr;
+  }
+  supervisor_options opts;
+  opts.program = exe_dir_ / "sandgate-sandbox";
+  opts.policy_file = policy_file_;
+  opts.id = kernel_id;
+  opts.run_dir = cfg_.state_dir / "run" / kernel_id;
+  opts.control_path = cfg_.state_dir / "control" / (kernel_id + ".sock");
+  opts.log_path = cfg_.state_dir / "logs" / (kernel_id + ".log");
+  fs::create_directories(opts.log_path.parent_path());
+  opts.host_id_slot = claim_slot();
+  opts.ready_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
+  slots_[kernel_id] = opts.host_id_slot;
+  auto box = std::make_shared<supervised_sandbox>(io_, std::move(opts));
+  box->start();
+  return box;
+}
+
+void kernel_manager::release(const std::string& kernel_id) {
+  kernels_.erase(kernel_id);
+  if (auto it = slots_.find(kernel_id); it != slots_.end()) {
+    used_slots_.erase(it->second);
+    slots_.erase(it);
+  }
 }
 
 void kernel_manager::start_kernel(const std::string& requested, std::map<std::string, std::string> env,
@@ -68,7 +106,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   opts.limits.replay_buffer_bytes = cfg_.replay_buffer_limit_bytes;
   opts.limits.max_restarts = cfg_.max_kernel_restarts;
 
-  std::unique_ptr<sandbox> box;
+  std::shared_ptr<sandbox> box;
   try {
     box = make_sandbox(opts.id, *spec);
   } catch (const std::exception& e) {
@@ -84,7 +122,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   log::info("kernel_starting", {{"kernel_id", k->id()}, {"kernel_name", name}, {"owner", owner}});
   k->start([this, k, done = std::move(done)](const std::string& error) {
     if (error.empty()) return done(k, std::nullopt);
-    kernels_.erase(k->id());
+    release(k->id());
     done(nullptr,
          api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});
   });
@@ -105,7 +143,7 @@ std::vector<std::shared_ptr<kernel>> kernel_manager::list() const {
 void kernel_manager::shutdown_kernel(const std::string& id, std::function<void()> done) {
   auto k = find(id);
   if (!k) return done();
-  kernels_.erase(id);  // gone from listings at once; a second DELETE gets 404
+  release(id);  // gone from listings at once; a second DELETE gets 404
   k->shutdown([k, done = std::move(done)](const std::string&) { done(); });
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,9 @@ class kernel_manager {
  public:
   using start_handler = std::function<void(std::shared_ptr<kernel>, std::optional<api_error>)>;
 
-  kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs);
+  // `exe_dir`: where sandgate lives; sandgate-sandbox and share/ are found from it.
+  kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
+                 std::filesystem::path exe_dir);
   ~kernel_manager();
 
   void start_kernel(const std::string& name, std::map<std::string, std::string> env, const std::string& owner,
@@ -43,7 +46,9 @@ class kernel_manager {
   [[nodiscard]] kernelspec_catalog& specs() noexcept { return specs_; }
 
  private:
-  std::unique_ptr<sandbox> make_sandbox(const std::string& kernel_id, const kernelspec& spec);
+  std::shared_ptr<sandbox> make_sandbox(const std::string& kernel_id, const kernelspec& spec);
+  unsigned claim_slot();
+  void release(const std::string& kernel_id);
   void watch_children();
 
   boost::asio::io_context& io_;
@@ -52,6 +57,10 @@ class kernel_manager {
   zmq::context_t zmq_{1};
   boost::asio::signal_set sigchld_;
   std::map<std::string, std::shared_ptr<kernel>> kernels_;
+  std::filesystem::path exe_dir_;
+  std::filesystem::path policy_file_;
+  std::map<std::string, unsigned> slots_;  // kernel id -> host id slot of its sandbox
+  std::set<unsigned> used_slots_;
 };
 
 }  // namespace sandgate::gateway

@@ -1,0 +1,210 @@
+#include "supervised_sandbox.hpp"
+
+#include "child_processes.hpp"
+
+#include <gateway/log.hpp>
+
+#include <boost/asio/write.hpp>
+
+#include <unistd.h>
+#include <csignal>
+
+namespace sandgate::gateway {
+namespace ctl = sandboxing::control;
+using json = nlohmann::json;
+
+supervised_sandbox::supervised_sandbox(boost::asio::io_context& io, supervisor_options opts)
+    : io_(io), opts_(std::move(opts)), socket_(io), timer_(io) {}
+
+supervised_sandbox::~supervised_sandbox() {
+  destroy();
+}
+
+void supervised_sandbox::start() {
+  std::filesystem::create_directories(opts_.run_dir);
+  std::filesystem::permissions(opts_.run_dir, std::filesystem::perms::owner_all);
+  std::filesystem::create_directories(opts_.control_path.parent_path());
+  spawn_spec spec;
+  spec.argv = {opts_.program.string(),
+               "--policy",
+               opts_.policy_file.string(),
+               "--id",
+               opts_.id,
+               "--run-dir",
+               opts_.run_dir.string(),
+               "--control",
+               opts_.control_path.string(),
+               "--host-id-slot",
+               std::to_string(opts_.host_id_slot)};
+  spec.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}, {"LANG", "C.UTF-8"}};
+  spec.log_path = opts_.log_path.string();
+  std::string error;
+  outer_pid_ = spawn_child(spec, error);
+  if (outer_pid_ < 0) throw std::runtime_error(error);
+  std::weak_ptr<supervised_sandbox> weak = weak_from_this();
+  watch_child(outer_pid_, [weak, id = opts_.id](int status) {
+    log::info("sandbox_exited", {{"sandbox_id", id}, {"wait_status", std::to_string(status)}});
+    if (auto self = weak.lock()) {
+      self->outer_pid_ = -1;
+      self->fail_all("the sandbox ended");
+    }
+  });
+  connect_deadline_ = std::chrono::steady_clock::now() + opts_.ready_timeout;
+  try_connect();
+}
+
+void supervised_sandbox::try_connect() {
+  if (destroyed_) return;
+  boost::system::error_code ec;
+  socket_.close(ec);
+  socket_.connect(boost::asio::local::stream_protocol::endpoint(opts_.control_path.string()), ec);
+  if (!ec) return do_read();
+  if (std::chrono::steady_clock::now() > connect_deadline_ || outer_pid_ < 0)
+    return fail_all("the sandbox supervisor did not open its control socket (see " + opts_.log_path.string() +
+                    ")");
+  timer_.expires_after(std::chrono::milliseconds(5));
+  timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& e) {
+    if (auto self = weak.lock(); self && !e) self->try_connect();
+  });
+}
+
+void supervised_sandbox::do_read() {
+  socket_.async_read_some(
+      boost::asio::buffer(read_buf_),
+      [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        auto self = weak.lock();
+        if (!self || self->destroyed_) return;
+        if (ec) return self->fail_all("the sandbox supervisor closed its control socket");
+        self->decoder_.feed({self->read_buf_.data(), n});
+        std::error_code fec;
+        while (auto frame = self->decoder_.next(fec))
+          self->on_frame(*frame);
+        if (fec) return self->fail_all("bad frame from the sandbox supervisor: " + fec.message());
+        self->do_read();
+      });
+}
+
+void supervised_sandbox::on_frame(const json& frame) {
+  const std::string event = frame.value("event", "");
+  if (event == "ready") {
+    const auto ready = frame.get<ctl::ready_event>();
+    host_uid_ = ready.host_uid;
+    host_gid_ = ready.host_gid;
+    ready_ = true;
+    log::info("sandbox_ready", {{"sandbox_id", opts_.id}, {"pid", std::to_string(ready.pid)}});
+    for (const auto& path : hand_over_pending_)
+      hand_over(path);
+    hand_over_pending_.clear();
+    for (auto& f : before_ready_) {
+      write_queue_.push_back(ctl::encode_frame(f));
+      if (write_queue_.size() == 1) do_write();
+    }
+    before_ready_.clear();
+  } else if (event == "exit") {
+    const auto ev = frame.get<ctl::exit_event>();
+    auto it = exits_.find(ev.id);
+    if (it == exits_.end()) return;
+    exit_status st;
+    st.code = ev.code.value_or(-1);
+    st.signal = ev.signal.value_or(0);
+    st.oom = ev.oom;
+    auto handler = std::move(it->second);
+    exits_.erase(it);
+    handler(st);
+  } else if (frame.contains("req")) {
+    const auto r = frame.get<ctl::reply>();
+    auto it = replies_.find(r.req);
+    if (it == replies_.end()) return;
+    auto handler = std::move(it->second);
+    replies_.erase(it);
+    if (handler) handler(r);
+  }
+}
+
+void supervised_sandbox::send(json frame, std::function<void(const ctl::reply&)> on_reply) {
+  const auto req = next_req_++;
+  frame["req"] = req;
+  replies_[req] = std::move(on_reply);
+  if (!ready_) {
+    before_ready_.push_back(std::move(frame));
+    return;
+  }
+  write_queue_.push_back(ctl::encode_frame(frame));
+  if (write_queue_.size() == 1) do_write();
+}
+
+void supervised_sandbox::do_write() {
+  boost::asio::async_write(socket_, boost::asio::buffer(write_queue_.front()),
+                           [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t) {
+                             auto self = weak.lock();
+                             if (!self || self->destroyed_) return;
+                             if (ec) return self->fail_all("cannot write to the sandbox supervisor");
+                             self->write_queue_.pop_front();
+                             if (!self->write_queue_.empty()) self->do_write();
+                           });
+}
+
+void supervised_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) {
+  ctl::spawn_request s;
+  s.id = req.name;
+  s.argv = req.argv;
+  s.env = req.env;
+  s.cwd = req.cwd;
+  s.log = "/run/sandgate/" + req.name + ".log";
+  exits_[req.name] = std::move(on_exit);
+  send(json(s),
+       [on_spawned = std::move(on_spawned)](const ctl::reply& r) { on_spawned(r.ok ? "" : r.error); });
+}
+
+void supervised_sandbox::signal(const std::string& name, int sig) {
+  ctl::signal_request s;
+  s.id = name;
+  s.signal = sig;
+  s.group = true;
+  send(json(s), nullptr);
+}
+
+void supervised_sandbox::hand_over(const std::filesystem::path& host_path) {
+  if (!ready_) {
+    hand_over_pending_.push_back(host_path);
+    return;
+  }
+  if (::chown(host_path.c_str(), host_uid_, host_gid_) != 0)
+    log::warn("hand_over_failed", {{"sandbox_id", opts_.id}, {"path", host_path.string()}});
+}
+
+void supervised_sandbox::fail_all(const std::string& why) {
+  if (destroyed_) return;
+  log::warn("sandbox_lost", {{"sandbox_id", opts_.id}, {"why", why}});
+  ready_ = false;
+  auto replies = std::move(replies_);
+  replies_.clear();
+  for (auto& [req, handler] : replies)
+    if (handler) handler(ctl::reply{req, false, std::nullopt, why});
+  auto exits = std::move(exits_);
+  exits_.clear();
+  for (auto& [name, handler] : exits)
+    handler(exit_status{-1, SIGKILL, false});
+  boost::system::error_code ec;
+  socket_.close(ec);
+}
+
+void supervised_sandbox::destroy() {
+  if (destroyed_) return;
+  if (ready_) {
+    // Best effort, synchronous: the supervisor kills everything and removes its cgroup.
+    json frame = {{"op", "shutdown"}, {"req", next_req_++}};
+    const auto bytes = ctl::encode_frame(frame);
+    boost::system::error_code ec;
+    boost::asio::write(socket_, boost::asio::buffer(bytes), ec);
+  }
+  destroyed_ = true;
+  exits_.clear();
+  replies_.clear();
+  boost::system::error_code ec;
+  timer_.cancel();
+  socket_.close(ec);
+  if (outer_pid_ > 0 && child_running(outer_pid_)) ::kill(outer_pid_, SIGTERM);
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,79 @@
+#pragma once
+// A sandbox run by sandgate-sandbox: the gateway starts the supervisor
+// (which becomes pid 1 of new namespaces under its own cgroup) and talks to
+// it over its control socket (u32 big-endian length + JSON frames).
+// Requests made before the supervisor is ready wait for its "ready" event.
+
+#include "sandbox.hpp"
+
+#include <sandboxing/control_protocol.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sys/types.h>
+#include <deque>
+#include <map>
+#include <memory>
+
+namespace sandgate::gateway {
+
+struct supervisor_options {
+  std::filesystem::path program;  // sandgate-sandbox
+  std::filesystem::path policy_file;
+  std::string id;
+  std::filesystem::path run_dir;  // host side; bound at /run/sandgate inside
+  std::filesystem::path control_path;
+  std::filesystem::path log_path;  // the supervisor's stderr
+  unsigned host_id_slot = 0;
+  std::chrono::seconds ready_timeout{30};
+};
+
+class supervised_sandbox final : public sandbox, public std::enable_shared_from_this<supervised_sandbox> {
+ public:
+  supervised_sandbox(boost::asio::io_context& io, supervisor_options opts);
+  ~supervised_sandbox() override;
+
+  // Starts sandgate-sandbox and connects to its control socket. Throws when
+  // the program cannot be started.
+  void start();
+
+  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) override;
+  void signal(const std::string& name, int sig) override;
+  void destroy() override;
+
+  [[nodiscard]] std::filesystem::path run_dir_host() const override { return opts_.run_dir; }
+  [[nodiscard]] std::filesystem::path run_dir_inside() const override { return "/run/sandgate"; }
+  [[nodiscard]] std::string workspace_inside() const override { return "/workspace"; }
+  void hand_over(const std::filesystem::path& host_path) override;
+
+ private:
+  void try_connect();
+  void do_read();
+  void on_frame(const nlohmann::json& frame);
+  void send(nlohmann::json frame, std::function<void(const sandboxing::control::reply&)> on_reply);
+  void do_write();
+  void fail_all(const std::string& why);
+
+  boost::asio::io_context& io_;
+  supervisor_options opts_;
+  boost::asio::local::stream_protocol::socket socket_;
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point connect_deadline_;
+  pid_t outer_pid_ = -1;
+  bool ready_ = false;
+  bool destroyed_ = false;
+  unsigned host_uid_ = 0;
+  unsigned host_gid_ = 0;
+  std::uint64_t next_req_ = 1;
+  std::array<char, 64 * 1024> read_buf_{};
+  sandboxing::control::frame_decoder decoder_;
+  std::deque<std::string> write_queue_;
+  std::vector<nlohmann::json> before_ready_;  // requests waiting for the supervisor
+  std::vector<std::filesystem::path> hand_over_pending_;
+  std::map<std::uint64_t, std::function<void(const sandboxing::control::reply&)>> replies_;
+  std::map<std::string, exit_handler> exits_;
+};
+
+}  // namespace sandgate::gateway
