@@ -54,6 +54,7 @@ void python_interpreter::configure_impl() {
   scope["__name__"] = "sandgate_startup";
   scope["__builtins__"] = py::module_::import("builtins");
   py::exec(startup_script, scope);
+  python_version_ = py::module_::import("platform").attr("python_version")().cast<std::string>();
   scope["setup"](m_ipython_shell, py::cast(preload_modules_));
 }
 
@@ -73,13 +74,23 @@ nl::json python_interpreter::execute_request_impl(int execution_counter, const s
 }
 
 nl::json python_interpreter::kernel_info_request_impl() {
-  nl::json info = xpyt::interpreter::kernel_info_request_impl();
-  info["implementation"] = "sandgate-python";
-  info["implementation_version"] = SANDGATE_VERSION;
-  info["banner"] = "Sandgate Python kernel (xeus-python, Python " +
-                   info["language_info"].value("version", std::string()) + ")";
-  info["debugger"] = false;  // built with xeus' null debugger
-  return info;
+  // Built here rather than by xeus-python, whose version imports debugpy to
+  // advertise a debugger this kernel does not run.
+  return nl::json{{"protocol_version", "5.3"},
+                  {"implementation", "sandgate-python"},
+                  {"implementation_version", SANDGATE_VERSION},
+                  {"language_info",
+                   {{"name", "python"},
+                    {"version", python_version_},
+                    {"mimetype", "text/x-python"},
+                    {"file_extension", ".py"},
+                    {"codemirror_mode", {{"name", "ipython"}, {"version", 3}}},
+                    {"pygments_lexer", "ipython3"},
+                    {"nbconvert_exporter", "python"}}},
+                  {"banner", "Sandgate Python kernel (xeus-python, Python " + python_version_ + ")"},
+                  {"debugger", false},
+                  {"help_links", nl::json::array()},
+                  {"status", "ok"}};
 }
 
 }  // namespace sandgate::python_kernel

@@ -33,6 +33,7 @@ class python_interpreter final : public xpyt::interpreter {
   nl::json kernel_info_request_impl() override;
 
   std::vector<std::string> preload_modules_;  // imported during configure
+  std::string python_version_;                // for kernel_info
   pthread_t cell_thread_;                     // the thread that runs cells
   std::atomic<bool> busy_{false};             // a cell is running
 };
