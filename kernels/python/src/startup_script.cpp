@@ -3,10 +3,12 @@
 namespace sandgate::python_kernel {
 
 const char* const startup_script = R"python(
+import atexit
 import base64
 import importlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 
@@ -32,7 +34,9 @@ def _configure_matplotlib_env():
     if not os.environ.get("MPLCONFIGDIR"):
         base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         if not _writable_dir(os.path.join(base, "matplotlib")):
-            os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="sandgate-matplotlib-")
+            path = tempfile.mkdtemp(prefix="sandgate-matplotlib-")
+            atexit.register(shutil.rmtree, path, ignore_errors=True)
+            os.environ["MPLCONFIGDIR"] = path
     if not os.environ.get("MPLBACKEND"):
         if importlib.util.find_spec("matplotlib_inline") is not None:
             os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
