@@ -1,0 +1,151 @@
+// @jupyterlab/services (the JupyterLab client library) against a real
+// sandgate: kernelspecs, start, execute, interrupt, restart, sessions and
+// shutdown. Run by run_with_gateway.py, which provides SANDGATE_URL,
+// SANDGATE_WS_URL, SANDGATE_TOKEN and SANDGATE_KERNELS.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import services from '@jupyterlab/services';
+import WebSocket from 'ws';
+
+const { ServerConnection, KernelManager, KernelSpecManager, SessionManager } = services;
+
+const baseUrl = process.env.SANDGATE_URL;
+const wsUrl = process.env.SANDGATE_WS_URL;
+const token = process.env.SANDGATE_TOKEN;
+const kernelNames = (process.env.SANDGATE_KERNELS || 'python3').split(',');
+assert.ok(baseUrl && wsUrl && token, 'run me through run_with_gateway.py');
+
+const settings = ServerConnection.makeSettings({ baseUrl, wsUrl, token, WebSocket });
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// Runs code; returns the reply and the iopub messages of the request.
+async function execute(kernel, code, ms = 60000) {
+  const iopub = [];
+  const future = kernel.requestExecute({ code, stop_on_error: true });
+  future.onIOPub = (msg) => iopub.push(msg);
+  const reply = await withTimeout(future.done, ms, `the reply to ${JSON.stringify(code)}`);
+  return { reply, iopub };
+}
+
+const streamText = (iopub) =>
+  iopub.filter((m) => m.header.msg_type === 'stream').map((m) => m.content.text).join('');
+const resultText = (iopub) => {
+  const r = iopub.find((m) => m.header.msg_type === 'execute_result');
+  return r ? r.content.data['text/plain'] : undefined;
+};
+
+test('kernelspecs are listed with the default', { timeout: 30000 }, async () => {
+  const specs = new KernelSpecManager({ serverSettings: settings });
+  await withTimeout(specs.ready, 20000, 'kernelspecs');
+  await specs.refreshSpecs();
+  assert.ok(specs.specs.kernelspecs.python3, 'python3 kernelspec');
+  assert.ok(specs.specs.kernelspecs[specs.specs.default], 'the default kernelspec exists');
+  assert.equal(specs.specs.kernelspecs.python3.language, 'python');
+  specs.dispose();
+});
+
+for (const name of kernelNames) {
+  describe(`kernel ${name}`, () => {
+    let manager;
+    let kernel;
+
+    before(async () => {
+      manager = new KernelManager({ serverSettings: settings });
+      await withTimeout(manager.ready, 20000, 'the kernel manager');
+      kernel = await withTimeout(manager.startNew({ name }), 90000, `a ${name} kernel`);
+      const info = await withTimeout(kernel.info, 60000, 'kernel_info');
+      assert.equal(info.language_info.name, 'python');
+    });
+
+    after(async () => {
+      if (kernel && !kernel.isDisposed) await withTimeout(kernel.shutdown(), 30000, 'shutdown');
+      manager.dispose();
+    });
+
+    test('execute gives a stream, a result and an ok reply', { timeout: 60000 }, async () => {
+      assert.equal(kernel.connectionStatus, 'connected');
+      const { reply, iopub } = await execute(kernel, "print('hello from lab')\n6 * 7");
+      assert.equal(reply.content.status, 'ok');
+      assert.equal(streamText(iopub), 'hello from lab\n');
+      assert.equal(resultText(iopub), '42');
+      const states = iopub.filter((m) => m.header.msg_type === 'status').map((m) => m.content.execution_state);
+      assert.deepEqual(states, ['busy', 'idle']);
+    });
+
+    test('interrupt stops a long sleep and keeps state', { timeout: 60000 }, async () => {
+      await execute(kernel, 'x = 41');
+      let started;
+      const running = new Promise((resolve) => (started = resolve));
+      const future = kernel.requestExecute({ code: 'import time\ntime.sleep(100)' });
+      future.onIOPub = (msg) => {
+        if (msg.header.msg_type === 'execute_input') started();
+      };
+      await withTimeout(running, 30000, 'the sleep to start');
+      await withTimeout(kernel.interrupt(), 10000, 'interrupt');
+      const reply = await withTimeout(future.done.catch((r) => r), 20000, 'the interrupted reply');
+      assert.equal(reply.content.status, 'error');
+      assert.equal(reply.content.ename, 'KeyboardInterrupt');
+      const { iopub } = await execute(kernel, 'x + 1');
+      assert.equal(resultText(iopub), '42');
+    });
+
+    test('restart loses state and the kernel stays usable', { timeout: 90000 }, async () => {
+      await execute(kernel, "secret = 'gone after restart'");
+      await withTimeout(kernel.restart(), 60000, 'restart');
+      const { reply } = await execute(kernel, 'secret').catch((e) => ({ reply: e }));
+      assert.equal(reply.content.status, 'error');
+      assert.equal(reply.content.ename, 'NameError');
+      const { iopub } = await execute(kernel, '2 + 2');
+      assert.equal(resultText(iopub), '4');
+    });
+
+    test('the kernel is listed while running', { timeout: 30000 }, async () => {
+      await manager.refreshRunning();
+      const ids = [...manager.running()].map((k) => k.id);
+      assert.ok(ids.includes(kernel.id), 'running kernels include ours');
+    });
+
+    test('shutdown removes the kernel', { timeout: 30000 }, async () => {
+      const id = kernel.id;
+      await withTimeout(kernel.shutdown(), 30000, 'shutdown');
+      await manager.refreshRunning();
+      assert.ok(![...manager.running()].some((k) => k.id === id), 'kernel still listed');
+      const r = await fetch(`${baseUrl}api/kernels/${id}`, { headers: { Authorization: `token ${token}` } });
+      assert.equal(r.status, 404);
+    });
+  });
+}
+
+test('a session starts a kernel, runs code and shuts down with it', { timeout: 120000 }, async () => {
+  const kernels = new KernelManager({ serverSettings: settings });
+  const sessions = new SessionManager({ kernelManager: kernels, serverSettings: settings });
+  await withTimeout(sessions.ready, 20000, 'the session manager');
+  const session = await withTimeout(
+    sessions.startNew({ path: 'e2e/lab.ipynb', type: 'notebook', name: 'lab.ipynb', kernel: { name: 'python3' } }),
+    90000,
+    'a session'
+  );
+  try {
+    assert.equal(session.path, 'e2e/lab.ipynb');
+    const { reply, iopub } = await execute(session.kernel, "print('from a session')");
+    assert.equal(reply.content.status, 'ok');
+    assert.equal(streamText(iopub), 'from a session\n');
+    await session.setPath('e2e/renamed.ipynb');
+    const found = await sessions.findByPath('e2e/renamed.ipynb');
+    assert.equal(found.id, session.id);
+  } finally {
+    const kernelId = session.kernel.id;
+    await withTimeout(session.shutdown(), 30000, 'session shutdown');
+    const r = await fetch(`${baseUrl}api/kernels/${kernelId}`, { headers: { Authorization: `token ${token}` } });
+    assert.equal(r.status, 404);
+    sessions.dispose();
+    kernels.dispose();
+  }
+});

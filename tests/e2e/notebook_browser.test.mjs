@@ -1,0 +1,91 @@
+// Notebook 6 in headless Chromium, with its kernels behind sandgate: open a
+// notebook with a matplotlib cell, run it, wait for the PNG in the output
+// area and keep a screenshot. Run by run_with_notebook.py, which provides
+// NOTEBOOK_URL, NOTEBOOK_TOKEN, NOTEBOOK_DIR, SANDGATE_ARTIFACTS and
+// SANDGATE_KERNELS.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const notebookUrl = process.env.NOTEBOOK_URL;
+const token = process.env.NOTEBOOK_TOKEN;
+const root = process.env.NOTEBOOK_DIR;
+const artifacts = process.env.SANDGATE_ARTIFACTS;
+const kernelNames = (process.env.SANDGATE_KERNELS || 'python3').split(',');
+assert.ok(notebookUrl && token && root && artifacts, 'run me through run_with_notebook.py');
+
+// ipykernel needs the magic; sandgate-python shows figures inline by itself.
+const plotCell = {
+  python3: "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2, 4], 'o-')\nplt.title('sandgate')\nplt.show()",
+  python: "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2, 4], 'o-')\nplt.title('sandgate')\nplt.show()",
+};
+
+function writeNotebook(file, kernel) {
+  const nb = {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {
+      kernelspec: { name: kernel, display_name: kernel, language: 'python' },
+      language_info: { name: 'python' },
+    },
+    cells: [
+      { cell_type: 'code', id: 'plot', metadata: {}, execution_count: null, outputs: [], source: plotCell[kernel] },
+    ],
+  };
+  fs.writeFileSync(path.join(root, file), JSON.stringify(nb, null, 1));
+}
+
+let context;
+let userDataDir;
+
+before(async () => {
+  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandgate-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+    viewport: { width: 1200, height: 900 },
+    timeout: 60000,
+  });
+});
+
+after(async () => {
+  if (context) await context.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+});
+
+for (const kernel of kernelNames.filter((k) => plotCell[k])) {
+  test(`a matplotlib cell on ${kernel} shows its PNG in Notebook`, { timeout: 240000 }, async () => {
+    const file = `plot-${kernel}.ipynb`;
+    writeNotebook(file, kernel);
+    const page = await context.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+    try {
+      await page.goto(`${notebookUrl}notebooks/${file}?token=${token}`, { timeout: 60000 });
+      await page.waitForFunction(
+        () => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected(),
+        null,
+        { timeout: 120000 }
+      );
+      await page.evaluate(() => Jupyter.notebook.execute_all_cells());
+      const img = page.locator('.output_area img[src^="data:image/png"]');
+      await img.first().waitFor({ state: 'visible', timeout: 120000 });
+      const size = await img.first().evaluate((el) => [el.naturalWidth, el.naturalHeight]);
+      assert.ok(size[0] > 100 && size[1] > 100, `decoded image size ${size}`);
+      const errors = await page.locator('.output_area .output_error').count();
+      assert.equal(errors, 0, 'the cell produced an error');
+      fs.mkdirSync(artifacts, { recursive: true });
+      const shot = path.join(artifacts, kernel === 'python3' ? 'notebook.png' : `notebook-${kernel}.png`);
+      await page.screenshot({ path: shot, fullPage: true });
+      assert.ok(fs.statSync(shot).size > 10000, 'screenshot is written');
+      assert.deepEqual(problems, []);
+    } finally {
+      await page.close();
+    }
+  });
+}

@@ -1,0 +1,49 @@
+"""Starts a sandgate (the integration tests' fixture), runs a command with
+SANDGATE_URL, SANDGATE_WS_URL, SANDGATE_TOKEN and SANDGATE_KERNELS in its
+environment, then stops the gateway and checks it exits 0 on SIGTERM.
+
+usage: run_with_gateway.py [--timeout S] -- COMMAND ARGS...
+"""
+
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from sandgate_fixture import Gateway, kernel_names  # noqa: E402
+
+
+def main():
+    args = sys.argv[1:]
+    timeout = 600
+    if args[:1] == ["--timeout"]:
+        timeout = float(args[1])
+        args = args[2:]
+    if args[:1] != ["--"] or len(args) < 2:
+        raise SystemExit(__doc__)
+    command = args[1:]
+    gw = Gateway(name="e2e-" + os.path.basename(command[-1]))
+    try:
+        env = dict(os.environ, SANDGATE_URL=gw.url, SANDGATE_WS_URL=gw.ws_base, SANDGATE_TOKEN=gw.token,
+                   SANDGATE_KERNELS=",".join(kernel_names()), SANDGATE_GATEWAY_LOG=gw.log_path)
+        try:
+            result = subprocess.run(command, env=env, timeout=timeout, cwd=os.path.dirname(os.path.abspath(__file__)))
+            code = result.returncode
+        except subprocess.TimeoutExpired:
+            print(f"run_with_gateway: {command} ran over {timeout} s", file=sys.stderr)
+            code = 1
+        if not gw.alive():
+            print("run_with_gateway: the gateway died during the run:\n" + gw.log_tail(), file=sys.stderr)
+            code = code or 1
+    finally:
+        stop_code, taken = gw.stop()
+    if stop_code != 0:
+        print(f"run_with_gateway: sandgate exited {stop_code} on SIGTERM", file=sys.stderr)
+        code = code or 1
+    if code != 0:
+        print(f"run_with_gateway: gateway log at {gw.log_path}", file=sys.stderr)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,570 @@
+"""Shared fixture of the integration tests: a real sandgate on a free port,
+with a temporary --state-dir and a known token, and a Jupyter client over
+its WebSocket channels in either protocol (legacy JSON or
+v1.kernel.websocket.jupyter.org). Every wait has a deadline.
+
+The build directory comes from SANDGATE_BUILD_DIR (set by CTest).
+"""
+
+import datetime
+import http.client
+import json
+import os
+import select
+import signal
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+import uuid
+
+import websocket  # python3-websocket (websocket-client)
+
+BUILD_DIR = os.environ.get("SANDGATE_BUILD_DIR", "")
+if not BUILD_DIR or not os.path.isdir(BUILD_DIR):
+    raise SystemExit("SANDGATE_BUILD_DIR must name the build directory")
+SANDGATE = os.path.join(BUILD_DIR, "bin", "sandgate")
+ARTIFACTS = os.path.join(BUILD_DIR, "tests", "artifacts")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Kernels run outside a sandbox until sandboxing is wired into the gateway.
+# This is the ONE place that says so: drop it to test sandboxed kernels.
+UNSANDBOXED_ARGS = ["--unsandboxed-kernels", "*"]
+
+V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+ERROR_KEYS = {"reason", "message"}
+KERNEL_MODEL_KEYS = {"id", "name", "last_activity", "execution_state", "connections"}
+
+
+def kernel_names():
+    """python3 (ipykernel) always; python (sandgate-python) when the build has it."""
+    names = ["python3"]
+    if os.path.exists(os.path.join(BUILD_DIR, "share", "jupyter", "kernels", "python", "kernel.json")):
+        names.append("python")
+    return names
+
+
+def has_sandgate_python():
+    return "python" in kernel_names()
+
+
+class Deadline:
+    def __init__(self, seconds):
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def remaining(self):
+        return self.end - time.monotonic()
+
+    def left(self, what="condition"):
+        r = self.remaining()
+        if r <= 0:
+            raise AssertionError(f"timed out after {self.seconds} s waiting for {what}")
+        return r
+
+
+def wait_until(predicate, seconds, what, interval=0.05):
+    """Polls a condition that has no event to wait on (process exit, /proc)."""
+    d = Deadline(seconds)
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if d.remaining() <= 0:
+            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return f"<{self.status} {self.body[:300]!r}>"
+
+
+class Gateway:
+    """One sandgate process. Use as a context manager or call stop()."""
+
+    def __init__(self, *args, env=None, name=None, start_timeout=30):
+        self.token = "it-" + uuid.uuid4().hex
+        self.state_dir = tempfile.mkdtemp(prefix="sandgate-it-")
+        os.makedirs(os.path.join(ARTIFACTS, "logs"), exist_ok=True)
+        name = name or "gateway"
+        self.log_path = os.path.join(ARTIFACTS, "logs", f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
+        self.log_file = open(self.log_path, "wb")
+        cmd = [SANDGATE, "--port", "0", "--auth-token", self.token, "--state-dir", self.state_dir,
+               *UNSANDBOXED_ARGS, *args]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file, env=full_env)
+        self.url = self._read_url(start_timeout)
+        parsed = urllib.parse.urlparse(self.url)
+        self.host, self.port = parsed.hostname, parsed.port
+        self.base_path = parsed.path
+        self.ws_base = f"ws://{self.host}:{self.port}{self.base_path}"
+        self.stopped = False
+
+    def _read_url(self, seconds):
+        d = Deadline(seconds)
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, d.remaining()))
+            if not ready:
+                self.proc.kill()
+                raise AssertionError(f"sandgate printed no URL within {seconds} s; log: {self.log_path}")
+            line = self.proc.stdout.readline().decode()
+            if not line:
+                self.proc.wait(5)
+                raise AssertionError(f"sandgate exited ({self.proc.returncode}) before serving: "
+                                     f"{self.log_tail()}")
+            if line.startswith("sandgate: http"):
+                return line.split(" ", 1)[1].strip()
+
+    def log_tail(self, lines=40):
+        self.log_file.flush()
+        with open(self.log_path, "rb") as f:
+            return b"".join(f.readlines()[-lines:]).decode(errors="replace")
+
+    def log_events(self):
+        self.log_file.flush()
+        out = []
+        with open(self.log_path, "rb") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=15):
+        """SIGTERM; returns (exit code, seconds taken). Kills after `timeout`."""
+        if self.stopped:
+            return self.proc.returncode, 0.0
+        self.stopped = True
+        start = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            self._cleanup()
+            raise AssertionError(f"sandgate ignored SIGTERM for {timeout} s")
+        taken = time.monotonic() - start
+        self._cleanup()
+        return code, taken
+
+    def _cleanup(self):
+        for pid in self.kernel_pids():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.proc.stdout.close()
+        self.log_file.close()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # Processes started by this gateway: their command line names a
+    # connection file under its state dir.
+    def kernel_pids(self):
+        pids = []
+        marker = self.state_dir.encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker in cmdline and state != b"Z" and int(entry) != self.proc.pid:
+                pids.append(int(entry))
+        return pids
+
+    # --- HTTP ---------------------------------------------------------------
+    def request(self, method, path, body=None, *, token=None, auth="token", headers=None, raw=None,
+                timeout=90):
+        """`path` is relative to the base URL. `auth`: "token", "bearer", "query" or None."""
+        token = self.token if token is None else token
+        hdrs = dict(headers or {})
+        if auth == "token":
+            hdrs["Authorization"] = f"token {token}"
+        elif auth == "bearer":
+            hdrs["Authorization"] = f"Bearer {token}"
+        elif auth == "query":
+            path += ("&" if "?" in path else "?") + "token=" + urllib.parse.quote(token)
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            conn.request(method, self.base_path + path.lstrip("/"), body=data, headers=hdrs)
+            r = conn.getresponse()
+            return Response(r.status, r.headers, r.read())
+        finally:
+            conn.close()
+
+    def start_kernel(self, name="python3", timeout=90):
+        r = self.request("POST", "api/kernels", {"name": name}, timeout=timeout)
+        if r.status != 201:
+            raise AssertionError(f"POST /api/kernels {name}: {r}")
+        return r.json()["id"]
+
+    def delete_kernel(self, kernel_id):
+        r = self.request("DELETE", f"api/kernels/{kernel_id}")
+        if r.status != 204:
+            raise AssertionError(f"DELETE kernel: {r}")
+
+    def connect(self, kernel_id, **kw):
+        return KernelSocket(self, kernel_id, **kw)
+
+
+# --- WebSocket codecs (written here, independent of the gateway's) ----------
+
+def encode_v1(channel, parts):
+    """parts: header, parent_header, metadata, content (bytes), then buffers."""
+    parts = [channel.encode()] + [p if isinstance(p, bytes) else p.encode() for p in parts]
+    n = len(parts) + 1
+    offsets = [8 * (n + 1)]
+    for p in parts:
+        offsets.append(offsets[-1] + len(p))
+    return struct.pack("<Q", n) + b"".join(struct.pack("<Q", o) for o in offsets) + b"".join(parts)
+
+
+def decode_v1(data):
+    """Returns (channel, [header, parent_header, metadata, content, *buffers]) as raw bytes."""
+    if len(data) < 8:
+        raise AssertionError("v1 frame shorter than its offset count")
+    n = struct.unpack_from("<Q", data, 0)[0]
+    if n < 6 or len(data) < 8 * (n + 1):
+        raise AssertionError(f"v1 frame with {n} offsets")
+    offsets = [struct.unpack_from("<Q", data, 8 * (i + 1))[0] for i in range(n)]
+    if offsets[0] != 8 * (n + 1) or offsets[-1] != len(data) or offsets != sorted(offsets):
+        raise AssertionError(f"v1 offsets {offsets} for {len(data)} bytes")
+    parts = [data[offsets[i]:offsets[i + 1]] for i in range(n - 1)]
+    return parts[0].decode(), parts[1:]
+
+
+def decode_legacy_binary(data):
+    """jupyter_server's deserialize_binary_message: returns (json bytes, buffers)."""
+    nbufs = struct.unpack_from("!I", data, 0)[0]
+    offsets = list(struct.unpack_from("!" + "I" * nbufs, data, 4))
+    if offsets[0] != 4 * (nbufs + 1):
+        raise AssertionError(f"legacy binary offsets {offsets}")
+    offsets.append(len(data))
+    bufs = [data[offsets[i]:offsets[i + 1]] for i in range(nbufs)]
+    return bufs[0], bufs[1:]
+
+
+def raw_members(text):
+    """The exact source text of each member of a top-level JSON object."""
+    dec = json.JSONDecoder()
+    i = 0
+
+    def ws(j):
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        return j
+
+    i = ws(i)
+    if text[i] != "{":
+        raise AssertionError("not a JSON object")
+    i = ws(i + 1)
+    out = {}
+    if text[i] == "}":
+        return out
+    while True:
+        key, i = dec.raw_decode(text, i)
+        i = ws(i)
+        assert text[i] == ":", text[i:i + 20]
+        start = ws(i + 1)
+        _, end = dec.raw_decode(text, start)
+        out[key] = text[start:end]
+        i = ws(end)
+        if text[i] == "}":
+            return out
+        assert text[i] == ",", text[i:i + 20]
+        i = ws(i + 1)
+
+
+class Msg:
+    """A message received from the gateway, parsed and raw."""
+
+    def __init__(self, channel, header, parent_header, metadata, content, buffers, raw, raw_parts, binary):
+        self.channel = channel
+        self.header = header
+        self.parent_header = parent_header
+        self.metadata = metadata
+        self.content = content
+        self.buffers = buffers
+        self.raw = raw              # the whole WebSocket frame
+        self.raw_parts = raw_parts  # {"header": text/bytes, ..., "content": ...}
+        self.binary = binary
+
+    @property
+    def msg_type(self):
+        return self.header.get("msg_type")
+
+    @property
+    def parent_id(self):
+        return (self.parent_header or {}).get("msg_id")
+
+    def __repr__(self):
+        c = json.dumps(self.content)
+        return f"<{self.channel} {self.msg_type} parent={self.parent_id} {c[:160]}>"
+
+
+class Closed(Exception):
+    def __init__(self, code, reason):
+        super().__init__(f"WebSocket closed: {code} {reason!r}")
+        self.code = code
+        self.reason = reason
+
+
+class KernelSocket:
+    """A client of /api/kernels/{id}/channels."""
+
+    def __init__(self, gw, kernel_id, session_id=None, v1=False, auth="header", token=None, timeout=30,
+                 extra_headers=None):
+        self.gw = gw
+        self.kernel_id = kernel_id
+        self.v1 = v1
+        self.session = session_id or uuid.uuid4().hex
+        token = gw.token if token is None else token
+        query = {"session_id": self.session}
+        headers = list(extra_headers or [])
+        if auth == "header":
+            headers.append(f"Authorization: token {token}")
+        elif auth == "query":
+            query["token"] = token
+        url = f"{gw.ws_base}api/kernels/{kernel_id}/channels?{urllib.parse.urlencode(query)}"
+        self.ws = websocket.create_connection(url, timeout=timeout, header=headers,
+                                              subprotocols=[V1_PROTOCOL] if v1 else None)
+        chosen = self.ws.getsubprotocol()
+        if v1 and chosen != V1_PROTOCOL:
+            raise AssertionError(f"gateway chose subprotocol {chosen!r}, not {V1_PROTOCOL}")
+        if not v1 and chosen:
+            raise AssertionError(f"gateway chose subprotocol {chosen!r} that the client never offered")
+        self.received = []  # every message, in order
+        self.sent_ids = set()
+
+    def close(self):
+        try:
+            self.ws.close(timeout=5)
+        except Exception:
+            pass
+        finally:
+            self.ws.shutdown()
+
+    def close_cleanly(self, timeout=10):
+        """Sends a close frame and reads to the server's close frame; returns the messages read."""
+        self.ws.send_close(websocket.STATUS_NORMAL)
+        got = []
+        d = Deadline(timeout)
+        while True:
+            self.ws.settimeout(d.left("the close frame"))
+            opcode, frame = self.ws.recv_data_frame(True)
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                break
+            if opcode in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):
+                m = self._decode(opcode, frame.data)
+                self.received.append(m)
+                got.append(m)
+        self.ws.shutdown()
+        return got
+
+    def abort(self):
+        """Drops the TCP connection with a reset, no close handshake."""
+        sock = self.ws.sock
+        sock.setsockopt(__import__("socket").SOL_SOCKET, __import__("socket").SO_LINGER,
+                        struct.pack("ii", 1, 0))
+        sock.close()
+
+    # --- sending -------------------------------------------------------------
+    def make_header(self, msg_type):
+        return {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "username": "it", "session": self.session,
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": "5.3"}
+
+    def send(self, channel, msg_type, content, metadata=None, parent=None):
+        header = self.make_header(msg_type)
+        self.sent_ids.add(header["msg_id"])
+        if self.v1:
+            frame = encode_v1(channel, [json.dumps(header), json.dumps(parent or {}),
+                                        json.dumps(metadata or {}), json.dumps(content)])
+            self.ws.send_binary(frame)
+        else:
+            self.ws.send(json.dumps({"channel": channel, "header": header, "parent_header": parent or {},
+                                     "metadata": metadata or {}, "content": content, "buffers": []}))
+        return header["msg_id"]
+
+    def send_raw(self, data, binary):
+        if binary:
+            self.ws.send_binary(data)
+        else:
+            self.ws.send(data)
+
+    # --- receiving -----------------------------------------------------------
+    def _decode(self, opcode, data):
+        if self.v1:
+            if opcode != websocket.ABNF.OPCODE_BINARY:
+                raise AssertionError("v1 protocol: got a text frame")
+            channel, parts = decode_v1(data)
+            names = ["header", "parent_header", "metadata", "content"]
+            raw_parts = dict(zip(names, parts[:4]))
+            parsed = [json.loads(p) for p in parts[:4]]
+            return Msg(channel, *parsed, parts[4:], data, raw_parts, True)
+        if opcode == websocket.ABNF.OPCODE_BINARY:
+            text, buffers = decode_legacy_binary(data)
+            binary = True
+        else:
+            text, buffers, binary = data, [], False
+        text = text.decode("utf-8")
+        raw_parts = raw_members(text)
+        obj = json.loads(text)
+        return Msg(obj["channel"], obj["header"], obj["parent_header"], obj["metadata"], obj["content"],
+                   buffers, data, raw_parts, binary)
+
+    def recv(self, timeout=30):
+        """The next message; raises Closed on a close frame, AssertionError on timeout."""
+        d = Deadline(timeout)
+        while True:
+            self.ws.settimeout(d.left("a message"))
+            try:
+                opcode, frame = self.ws.recv_data_frame(True)
+            except websocket.WebSocketTimeoutException:
+                raise AssertionError(f"no message within {timeout} s")
+            except websocket.WebSocketConnectionClosedException:
+                raise Closed(None, "connection dropped")
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                data = frame.data
+                code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
+                raise Closed(code, data[2:].decode(errors="replace"))
+            if opcode in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):
+                m = self._decode(opcode, frame.data)
+                self.received.append(m)
+                return m
+
+    def wait_for(self, predicate, timeout=30, what="a matching message"):
+        """Reads until predicate(msg); returns (match, everything read on the way)."""
+        d = Deadline(timeout)
+        seen = []
+        while True:
+            try:
+                m = self.recv(d.left(what))
+            except AssertionError:
+                raise AssertionError(f"timed out waiting for {what}; got {seen[-12:]}")
+            seen.append(m)
+            if predicate(m):
+                return m, seen
+
+    def wait_closed(self, timeout=10):
+        d = Deadline(timeout)
+        seen = []
+        while True:
+            try:
+                seen.append(self.recv(d.left("the close frame")))
+            except Closed as c:
+                return c, seen
+
+    def execute(self, code, timeout=60, stdin=False, user_expressions=None):
+        """Runs code; returns (execute_reply, iopub messages of this request up to idle)."""
+        msg_id = self.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": user_expressions or {},
+            "allow_stdin": stdin, "stop_on_error": True})
+        return self.finish(msg_id, timeout)
+
+    def finish(self, msg_id, timeout=60):
+        d = Deadline(timeout)
+        reply, iopub = None, []
+        idle = False
+        while reply is None or not idle:
+            m = self.recv(d.left(f"the reply and idle status of {msg_id}"))
+            if m.parent_id != msg_id:
+                continue
+            if m.channel == "shell":
+                if reply is not None:
+                    raise AssertionError(f"second shell reply for {msg_id}: {m}")
+                reply = m
+            elif m.channel == "iopub":
+                iopub.append(m)
+                if m.msg_type == "status" and m.content.get("execution_state") == "idle":
+                    idle = True
+        return reply, iopub
+
+
+def stream_text(msgs, name="stdout"):
+    return "".join(m.content["text"] for m in msgs
+                   if m.channel == "iopub" and m.msg_type == "stream" and m.content.get("name") == name)
+
+
+def result_text(msgs):
+    for m in msgs:
+        if m.msg_type == "execute_result":
+            return m.content["data"]["text/plain"]
+    return None
+
+
+class GatewayTestCase(unittest.TestCase):
+    """One gateway per test class (started in setUpClass), stopped at the end
+    with a check that SIGTERM ends it promptly and cleanly."""
+
+    gateway_args = ()
+    gw = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(*cls.gateway_args, name=cls.__name__)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.gw:
+            code, taken = cls.gw.stop()
+            if code != 0:
+                raise AssertionError(f"sandgate exited {code} on SIGTERM; log {cls.gw.log_path}")
+            if taken > 12:
+                raise AssertionError(f"sandgate took {taken:.1f} s to stop")
+
+    def assertError(self, r, status):
+        self.assertEqual(r.status, status, r)
+        self.assertTrue(r.headers.get("Content-Type", "").startswith("application/json"), r.headers)
+        body = r.json()
+        self.assertEqual(set(body), ERROR_KEYS, body)
+        self.assertIsInstance(body["reason"], str)
+        self.assertIsInstance(body["message"], str)
+        self.assertTrue(body["message"])
+        return body
+
+    def new_kernel(self, name="python3"):
+        kid = self.gw.start_kernel(name)
+        self.addCleanup(self._delete_quietly, kid)
+        return kid
+
+    def _delete_quietly(self, kid):
+        if self.gw.alive():
+            self.gw.request("DELETE", f"api/kernels/{kid}")
+
+    def connect(self, kid, **kw):
+        ks = self.gw.connect(kid, **kw)
+        self.addCleanup(ks.close)
+        return ks

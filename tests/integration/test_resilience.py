@@ -1,0 +1,206 @@
+"""Failures around the gateway: a kernel killed mid-execution, a client
+that vanishes mid-output, malformed WebSocket frames, a storm of
+concurrent creates against --max-kernels."""
+
+import json
+import os
+import signal
+import struct
+import threading
+import unittest
+
+from sandgate_fixture import (Closed, Deadline, Gateway, GatewayTestCase, encode_v1, result_text,
+                              stream_text, wait_until)
+
+PRINT_FOREVER = "import time\nfor i in range(100000):\n    print(i, flush=True)\n    time.sleep(0.02)\n"
+
+
+class KernelDeath(GatewayTestCase):
+    def test_sigkilled_kernel_restarts_and_clients_are_told(self):
+        kid = self.new_kernel()
+        ks = self.connect(kid)
+        watcher = self.connect(kid, v1=True)
+        _, iopub = ks.execute("import os; os.getpid()")
+        pid = int(result_text(iopub))
+        self.assertIn(pid, self.gw.kernel_pids())
+        msg_id = ks.send("shell", "execute_request", {
+            "code": PRINT_FOREVER, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30, "the first output")
+        os.kill(pid, signal.SIGKILL)
+        for client in (ks, watcher):
+            st, _ = client.wait_for(lambda m: m.msg_type == "status"
+                                    and m.content["execution_state"] == "restarting", 20, "status restarting")
+            self.assertEqual(st.channel, "iopub")
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}/cmdline") or pid not in self.gw.kernel_pids(),
+                   10, "the killed kernel to be reaped")
+        # The same kernel id comes back usable, with a new process.
+        reply, iopub = ks.execute("import os; os.getpid()", timeout=60)
+        self.assertEqual(reply.content["status"], "ok")
+        self.assertNotEqual(int(result_text(iopub)), pid)
+        reply, iopub = watcher.execute("'still here'", timeout=30)
+        self.assertEqual(result_text(iopub), "'still here'")
+        model = self.gw.request("GET", f"api/kernels/{kid}").json()
+        self.assertEqual(model["id"], kid)
+        self.assertEqual(model["execution_state"], "idle")
+
+
+class VanishingClient(GatewayTestCase):
+    def test_client_that_drops_mid_output(self):
+        kid = self.new_kernel()
+        victim = self.connect(kid)
+        bystander = self.connect(kid, v1=True)
+        code = "for i in range(20000):\n    print('x' * 100, i)\n"
+        msg_id = victim.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        victim.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30, "output")
+        victim.abort()  # TCP reset, no close handshake
+        # The bystander still sees the whole run end and can work on.
+        bystander.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "status"
+                           and m.content["execution_state"] == "idle", 60, "the end of the big cell")
+        text = stream_text([m for m in bystander.received if m.parent_id == msg_id])
+        self.assertTrue(text.endswith("x" * 100 + " 19999\n"), text[-200:])
+        reply, iopub = bystander.execute("'fine'")
+        self.assertEqual(result_text(iopub), "'fine'")
+        self.assertTrue(self.gw.alive())
+        self.assertEqual(self.gw.request("GET", "api").status, 200)
+        fresh = self.connect(kid)
+        reply, _ = fresh.execute("1")
+        self.assertEqual(reply.content["status"], "ok")
+
+
+class MalformedFrames(GatewayTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.kid = cls.gw.start_kernel("python3")
+
+    def setUp(self):
+        self.bystander = self.connect(self.kid)
+
+    def assert_closed_1007(self, data, binary, v1):
+        bad = self.connect(self.kid, v1=v1)
+        bad.send_raw(data, binary)
+        closed, _ = bad.wait_closed(10)
+        self.assertEqual(closed.code, 1007, closed)
+        self.assertTrue(closed.reason, "the close frame carries no reason")
+        reply, iopub = self.bystander.execute("'ok'")
+        self.assertEqual(result_text(iopub), "'ok'")
+        self.assertTrue(self.gw.alive())
+
+    def valid_legacy(self, **override):
+        msg = {"channel": "shell", "header": {"msg_id": "m1", "msg_type": "kernel_info_request", "session": "s",
+                                              "username": "u", "date": "", "version": "5.3"},
+               "parent_header": {}, "metadata": {}, "content": {}, "buffers": []}
+        msg.update(override)
+        return msg
+
+    def test_legacy_not_json(self):
+        self.assert_closed_1007("this is not json", False, False)
+
+    def test_legacy_truncated_json(self):
+        self.assert_closed_1007(json.dumps(self.valid_legacy())[:-3], False, False)
+
+    def test_legacy_without_channel(self):
+        msg = self.valid_legacy()
+        del msg["channel"]
+        self.assert_closed_1007(json.dumps(msg), False, False)
+
+    def test_legacy_unknown_channel(self):
+        self.assert_closed_1007(json.dumps(self.valid_legacy(channel="nope")), False, False)
+
+    def test_legacy_without_header(self):
+        msg = self.valid_legacy()
+        del msg["header"]
+        self.assert_closed_1007(json.dumps(msg), False, False)
+
+    def test_legacy_json_array(self):
+        self.assert_closed_1007("[1, 2, 3]", False, False)
+
+    def test_legacy_binary_with_bad_offsets(self):
+        self.assert_closed_1007(struct.pack("!II", 1, 999) + b"{}", True, False)
+
+    def test_v1_bad_first_offset(self):
+        good = encode_v1("shell", ['{"msg_id":"m","msg_type":"kernel_info_request","session":"s"}', "{}", "{}",
+                                   "{}"])
+        bad = good[:8] + struct.pack("<Q", 12345) + good[16:]
+        self.assert_closed_1007(bad, True, True)
+
+    def test_v1_offset_past_the_end(self):
+        good = encode_v1("shell", ['{"msg_id":"m","msg_type":"kernel_info_request","session":"s"}', "{}", "{}",
+                                   "{}"])
+        n = struct.unpack_from("<Q", good)[0]
+        bad = good[:8 * n] + struct.pack("<Q", len(good) + 100) + good[8 * (n + 1):]
+        self.assert_closed_1007(bad, True, True)
+
+    def test_v1_too_few_offsets(self):
+        self.assert_closed_1007(struct.pack("<QQ", 1, 16), True, True)
+
+    def test_v1_shorter_than_the_count(self):
+        self.assert_closed_1007(b"\x05\x00", True, True)
+
+    def test_v1_header_not_json(self):
+        self.assert_closed_1007(encode_v1("shell", ["{not json", "{}", "{}", "{}"]), True, True)
+
+    def test_v1_text_frame(self):
+        self.assert_closed_1007(json.dumps(self.valid_legacy()), False, True)
+
+
+class CreateStorm(unittest.TestCase):
+    def test_fifty_concurrent_creates_against_max_kernels_10(self):
+        # Ten ipykernels starting at once on a small machine: give them time.
+        gw = Gateway("--max-kernels", "10", "--kernel-start-timeout-s", "150", name="storm")
+        try:
+            results = [None] * 50
+
+            def post(i):
+                try:
+                    r = gw.request("POST", "api/kernels", {"name": "python3"}, timeout=170)
+                    results[i] = (r.status, r.json())
+                except Exception as e:  # recorded: every request must be answered
+                    results[i] = ("exception", repr(e))
+
+            threads = [threading.Thread(target=post, args=(i,)) for i in range(50)]
+            for t in threads:
+                t.start()
+            d = Deadline(180)
+            for t in threads:
+                t.join(max(0.0, d.remaining()))
+            self.assertFalse([t for t in threads if t.is_alive()], "some POSTs were never answered")
+            statuses = [r[0] for r in results]
+            self.assertEqual(statuses.count(201), 10, statuses)
+            self.assertEqual(statuses.count(403), 40, statuses)
+            for status, body in results:
+                if status == 403:
+                    self.assertEqual(set(body), {"reason", "message"})
+            ids = [body["id"] for status, body in results if status == 201]
+            self.assertEqual(len(set(ids)), 10)
+            listed = sorted(k["id"] for k in gw.request("GET", "api/kernels").json())
+            self.assertEqual(listed, sorted(ids))
+            self.assertEqual(len(gw.kernel_pids()), 10)
+
+            deletes = [None] * len(ids)
+
+            def delete(i):
+                deletes[i] = gw.request("DELETE", f"api/kernels/{ids[i]}", timeout=60).status
+
+            threads = [threading.Thread(target=delete, args=(i,)) for i in range(len(ids))]
+            for t in threads:
+                t.start()
+            d = Deadline(90)
+            for t in threads:
+                t.join(max(0.0, d.remaining()))
+            self.assertEqual(deletes, [204] * len(ids))
+            self.assertEqual(gw.request("GET", "api/kernels").json(), [])
+            self.assertEqual(gw.kernel_pids(), [], "kernel processes outlived their DELETE")
+            # The slots are free again.
+            again = gw.request("POST", "api/kernels", {"name": "python3"})
+            self.assertEqual(again.status, 201, again)
+        finally:
+            code, _ = gw.stop()
+        self.assertEqual(code, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
