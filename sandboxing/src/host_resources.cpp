@@ -1,6 +1,7 @@
 #include "host_resources.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,6 +35,21 @@ unique_fd prepare_owned_dir(const std::string& dir, std::uint32_t uid, std::uint
   }
   if ((st.st_mode & 07777) != 0700) check_sys(::fchmod(fd.get(), 0700), "fchmod(" + dir + ", 0700)");
   return fd;
+}
+
+namespace {
+std::uint32_t tree_uid = 0;
+std::uint32_t tree_gid = 0;
+int chown_entry(const char* path, const struct stat*, int, FTW*) {
+  ::lchown(path, tree_uid, tree_gid);
+  return 0;
+}
+}  // namespace
+
+void chown_tree(const std::string& dir, std::uint32_t uid, std::uint32_t gid) {
+  tree_uid = uid;
+  tree_gid = gid;
+  ::nftw(dir.c_str(), chown_entry, 64, FTW_PHYS | FTW_MOUNT);
 }
 
 std::string fd_path(int fd) {

@@ -13,6 +13,9 @@ namespace sandgate::sandboxing::detail {
 // makes it owned by uid:gid with mode 0700; sets created when it was made.
 unique_fd prepare_owned_dir(const std::string& dir, std::uint32_t uid, std::uint32_t gid, bool create,
                             bool& created);
+// Gives a whole tree (symlinks not followed) to uid:gid: a workspace reused
+// by a sandbox with other host ids becomes its own; errors ignored.
+void chown_tree(const std::string& dir, std::uint32_t uid, std::uint32_t gid);
 // O_PATH descriptor of an existing path; throws sys_error.
 unique_fd open_path(const std::string& path);
 // "/proc/self/fd/N": a path to the descriptor that mount(2) accepts as a source.

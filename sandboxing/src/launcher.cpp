@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -222,8 +223,13 @@ int launch(launch_options options) {
                                         cleanup.run_dir_created);
   }
   if (!options.workspace_dir.empty()) {
+    struct stat before {};
+    const bool known = ::lstat(options.workspace_dir.c_str(), &before) == 0;
     workspace = detail::prepare_owned_dir(options.workspace_dir, plan.ids.host_uid, plan.ids.host_gid, true,
                                           workspace_created);
+    if (known && before.st_uid != plan.ids.host_uid) {
+      detail::chown_tree(options.workspace_dir, plan.ids.host_uid, plan.ids.host_gid);
+    }
   }
   unique_fd listener;
   if (control_mode) listener = detail::listen_control_socket(options.control_path);

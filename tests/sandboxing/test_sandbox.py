@@ -255,8 +255,14 @@ class standalone_tests(unittest.TestCase):
         workspace = tempfile.mkdtemp(prefix="sandgate-ws-")
         with open(os.path.join(workspace, "in.txt"), "w") as f:
             f.write("from host")
-        r = run(["/bin/sh", "-c", "cat /workspace/in.txt; echo from sandbox > /workspace/out.txt"],
-                extra=("--workspace", workspace))
+        os.mkdir(os.path.join(workspace, "sub"))
+        target = tempfile.mktemp(prefix="sandgate-linked-")
+        with open(target, "w") as f:
+            f.write("host file")
+        os.symlink(target, os.path.join(workspace, "sub", "link"))
+        r = run(["/bin/sh", "-c", "cat /workspace/in.txt; echo from sandbox > /workspace/out.txt; "
+                 "echo x > /workspace/sub/new"], extra=("--workspace", workspace))
+        self.assertEqual(os.stat(target).st_uid, 0, "links in a workspace are not followed when it is re-owned")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "from host")
         with open(os.path.join(workspace, "out.txt")) as f:
