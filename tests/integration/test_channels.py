@@ -170,6 +170,49 @@ class ChannelsBase:
         self.assertEqual([m.msg_type for m in after].count("execute_reply"), 1)
         self.assertEqual(after[-1].msg_type in ("execute_reply", "status"), True)
 
+    def test_session_id_replay_under_heavy_output(self):
+        # The client leaves while the gateway is busy writing to it: what was
+        # on the wire before the close frame counts as delivered, the rest is
+        # replayed; nothing twice, nothing lost. (Fewer messages than the
+        # kernel's iopub high-water mark of 1000, which drops beyond it.)
+        session = uuid.uuid4().hex
+        a = self.connect(self.kid, v1=self.v1, session_id=session)
+        code = "import sys\nfor i in range(800):\n    print(i, 'y' * 200)\n    sys.stdout.flush()\n"
+        msg_id = a.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        a.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream"
+                   and len([x for x in a.received if x.msg_type == "stream"]) >= 20, 60, "a burst of output")
+        a.close_cleanly()
+        before = [m for m in a.received if m.parent_id == msg_id]
+        b = self.connect(self.kid, v1=self.v1, session_id=session)
+        reply, _ = b.finish(msg_id, timeout=90)
+        after = [m for m in b.received if m.parent_id == msg_id]
+        ids = [m.header["msg_id"] for m in before + after]
+        dupes = len(ids) - len(set(ids))
+        self.assertEqual(dupes, 0, f"{dupes} messages arrived twice")
+        text = stream_text(before) + stream_text(after)
+        self.assertEqual(text, "".join(f"{i} {'y' * 200}\n" for i in range(800)))
+        self.assertEqual(reply.content["status"], "ok")
+
+    def test_replay_of_a_finished_cell(self):
+        session = uuid.uuid4().hex
+        a = self.connect(self.kid, v1=self.v1, session_id=session)
+        msg_id = a.send("shell", "execute_request", {
+            "code": "import time\ntime.sleep(1)\nprint('done while away')\n'result'", "silent": False,
+            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        a.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "execute_input", 30, "execute_input")
+        a.close_cleanly()
+        # Another client watches the cell end; then A's session comes back.
+        watcher = self.connect(self.kid, v1=not self.v1)
+        watcher.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "status"
+                         and m.content["execution_state"] == "idle", 30, "the cell to end")
+        b = self.connect(self.kid, v1=self.v1, session_id=session)
+        reply, iopub = b.finish(msg_id, timeout=30)
+        self.assertEqual(reply.content["status"], "ok")
+        self.assertEqual(stream_text(iopub), "done while away\n")
+        self.assertEqual(result_text(iopub), "'result'")
+
     def test_other_session_gets_no_replay(self):
         a = self.connect(self.kid, v1=self.v1, session_id=uuid.uuid4().hex)
         msg_id = a.send("shell", "execute_request", {

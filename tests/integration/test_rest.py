@@ -155,6 +155,17 @@ class RestApi(GatewayTestCase):
         wait_until(lambda: self.gw.request("GET", f"api/kernels/{kid}").json()["connections"] == 0, 10,
                    "connections back to 0")
 
+    def test_delete_closes_the_kernels_websockets(self):
+        kid = self.new_kernel()
+        legacy = self.connect(kid)
+        v1 = self.connect(kid, v1=True)
+        legacy.execute("1")
+        v1.execute("1")
+        self.assertEqual(self.gw.request("DELETE", f"api/kernels/{kid}").status, 204)
+        for ks in (legacy, v1):
+            closed, _ = ks.wait_closed(10)
+            self.assertEqual(closed.code, 1001, closed)
+
     def test_post_without_body_starts_the_default_kernel(self):
         default = self.gw.request("GET", "api/kernelspecs").json()["default"]
         r = self.gw.request("POST", "api/kernels", raw=b"")
