@@ -166,6 +166,20 @@ class ShutdownTest(unittest.TestCase):
             kernel.manager.cleanup_resources()
 
 
+class BusyShutdownTest(unittest.TestCase):
+    def test_shutdown_request_while_a_cell_runs(self):
+        kernel = KernelSession("python")
+        try:
+            cell = kernel.start("import time\nprint('started', flush=True)\ntime.sleep(100)")
+            kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "started" in m["content"]["text"])
+            reply = kernel.control_reply(kernel.client.shutdown())
+            self.assertEqual(reply["msg_type"], "shutdown_reply")
+            self.assertEqual(kernel.manager.provisioner.process.wait(timeout=10), 0)
+        finally:
+            kernel.client.stop_channels()
+            kernel.manager.cleanup_resources()
+
+
 class IpcTransportTest(unittest.TestCase):
     def test_ipc_sockets_in_a_long_directory(self):
         # xeus 2.4.1 alone fails with "Invalid argument" past ~23 characters of ip.

@@ -93,4 +93,10 @@ nl::json python_interpreter::kernel_info_request_impl() {
                   {"status", "ok"}};
 }
 
+void python_interpreter::shutdown_request_impl() {
+  // On the control thread: a running cell must end for the shell loop to stop.
+  interrupt();
+  xpyt::interpreter::shutdown_request_impl();
+}
+
 }  // namespace sandgate::python_kernel

@@ -31,6 +31,7 @@ class python_interpreter final : public xpyt::interpreter {
   nl::json execute_request_impl(int execution_counter, const std::string& code, bool silent,
                                 bool store_history, nl::json user_expressions, bool allow_stdin) override;
   nl::json kernel_info_request_impl() override;
+  void shutdown_request_impl() override;
 
   std::vector<std::string> preload_modules_;  // imported during configure
   std::string python_version_;                // for kernel_info

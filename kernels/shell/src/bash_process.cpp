@@ -154,6 +154,12 @@ void bash_process::interrupt() noexcept {
   }
 }
 
+void bash_process::kill_group() noexcept {
+  if (const pid_t pid = pid_.load(); pid > 0) {
+    ::kill(-pid, SIGKILL);
+  }
+}
+
 void bash_process::write_all(std::string_view text) {
   while (!text.empty()) {
     const ssize_t n = ::write(stdin_.get(), text.data(), text.size());

@@ -45,6 +45,10 @@ class bash_process {
   // Safe from any thread; a no-op while no command runs.
   void interrupt() noexcept;
 
+  // SIGKILL to bash's process group: a running command line ends at once and
+  // run() reports shell_exited. Safe from any thread.
+  void kill_group() noexcept;
+
   bool alive() const noexcept { return pid_.load() > 0; }
 
  private:

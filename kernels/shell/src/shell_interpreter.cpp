@@ -54,7 +54,10 @@ shell_interpreter::shell_interpreter() {
 }
 
 shell_interpreter::~shell_interpreter() {
-  shutdown_request_impl();
+  {
+    const std::scoped_lock lock(bash_mutex_);
+    bash_.reset();  // EOF, SIGHUP, then reap
+  }
   std::error_code ignored;
   std::filesystem::remove_all(cell_dir_, ignored);
 }
@@ -179,8 +182,13 @@ nl::json shell_interpreter::kernel_info_request_impl() {
 }
 
 void shell_interpreter::shutdown_request_impl() {
+  // Runs on the control thread, maybe while a cell runs on the main thread:
+  // end bash's commands so that the cell returns and the shell loop can stop;
+  // the bash_process itself is destroyed on the main thread.
   const std::scoped_lock lock(bash_mutex_);
-  bash_.reset();
+  if (bash_) {
+    bash_->kill_group();
+  }
 }
 
 }  // namespace sandgate::shell_kernel
