@@ -10,10 +10,14 @@ using tcp = asio::ip::tcp;
 
 server::server(asio::io_context& io, const tcp::endpoint& ep, router& r, http_limits limits)
     : io_(io), acceptor_(io), router_(r), limits_(limits) {
-  acceptor_.open(ep.protocol());
-  acceptor_.set_option(asio::socket_base::reuse_address(true));
-  acceptor_.bind(ep);
-  acceptor_.listen(asio::socket_base::max_listen_connections);
+  boost::system::error_code ec;
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + ep.address().to_string() + ":" +
+                             std::to_string(ep.port()) + ": " + ec.message());
 }
 
 unsigned short server::port() const {

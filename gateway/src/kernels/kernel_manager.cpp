@@ -7,8 +7,11 @@
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
@@ -45,6 +48,41 @@ std::string kernel_manager::default_kernel_name() const {
   return specs_.all().empty() ? "python" : specs_.all().begin()->first;
 }
 
+namespace {
+
+// True when the sandbox's read-only system binds already show `path`.
+bool visible_in_sandbox(const fs::path& path) {
+  for (const char* root : {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/"})
+    if (path.string().rfind(root, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+fs::path kernel_manager::sandbox_policy(const std::string& kernel_id, const kernelspec& spec) {
+  // The kernel's program (and its kernelspec dir, for {resource_dir}) must be
+  // visible inside: bind what the system dirs do not show, read-only, at the
+  // same path. Everything else comes from the operator's policy as it is.
+  std::vector<fs::path> binds;
+  if (!spec.argv.empty() && fs::path(spec.argv[0]).is_absolute()) {
+    const auto program_dir = fs::path(spec.argv[0]).parent_path();
+    if (!visible_in_sandbox(program_dir)) binds.push_back(program_dir);
+  }
+  if (binds.empty()) return policy_file_;
+  std::ifstream in(policy_file_);
+  auto policy = nlohmann::json::parse(in, nullptr, false);
+  if (!policy.is_object())
+    throw std::runtime_error("cannot read the sandbox policy " + policy_file_.string());
+  auto& mounts = policy["mounts"];
+  if (!mounts.is_array()) mounts = nlohmann::json::array();
+  for (const auto& dir : binds)
+    mounts.push_back({{"source", dir.string()}, {"target", dir.string()}, {"read_only", true}});
+  const auto path = cfg_.state_dir / "policies" / (kernel_id + ".json");
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << policy.dump(2);
+  return path;
+}
+
 unsigned kernel_manager::claim_slot() {
   unsigned slot = 0;
   while (used_slots_.count(slot))
@@ -63,7 +101,7 @@ std::shared_ptr<sandbox> kernel_manager::make_sandbox(const std::string& kernel_
   }
   supervisor_options opts;
   opts.program = exe_dir_ / "sandgate-sandbox";
-  opts.policy_file = policy_file_;
+  opts.policy_file = sandbox_policy(kernel_id, spec);
   opts.id = kernel_id;
   opts.run_dir = cfg_.state_dir / "run" / kernel_id;
   opts.control_path = cfg_.state_dir / "control" / (kernel_id + ".sock");
@@ -79,6 +117,8 @@ std::shared_ptr<sandbox> kernel_manager::make_sandbox(const std::string& kernel_
 
 void kernel_manager::release(const std::string& kernel_id) {
   kernels_.erase(kernel_id);
+  std::error_code ec;
+  fs::remove(cfg_.state_dir / "policies" / (kernel_id + ".json"), ec);
   if (auto it = slots_.find(kernel_id); it != slots_.end()) {
     used_slots_.erase(it->second);
     slots_.erase(it);

@@ -48,6 +48,7 @@ class kernel_manager {
  private:
   std::shared_ptr<sandbox> make_sandbox(const std::string& kernel_id, const kernelspec& spec);
   unsigned claim_slot();
+  std::filesystem::path sandbox_policy(const std::string& kernel_id, const kernelspec& spec);
   void release(const std::string& kernel_id);
   void watch_children();
 

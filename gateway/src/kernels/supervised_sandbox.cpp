@@ -169,7 +169,8 @@ void supervised_sandbox::hand_over(const std::filesystem::path& host_path) {
     hand_over_pending_.push_back(host_path);
     return;
   }
-  if (::chown(host_path.c_str(), host_uid_, host_gid_) != 0)
+  // lchown: the run dir belongs to the sandbox user, who may have swapped the file for a link.
+  if (::lchown(host_path.c_str(), host_uid_, host_gid_) != 0)
     log::warn("hand_over_failed", {{"sandbox_id", opts_.id}, {"path", host_path.string()}});
 }
 
