@@ -5,6 +5,7 @@ instead of hanging. The kernelspecs come from JUPYTER_PATH (set by CTest to
 <build>/share/jupyter).
 """
 
+import os
 import queue
 import time
 import unittest
@@ -49,13 +50,14 @@ class Cell:
 class KernelSession:
     """One running kernel plus a blocking client."""
 
-    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None):
+    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None, env=None):
         with warnings.catch_warnings():  # traitlets dislikes the _<name>_changed override
             warnings.simplefilter("ignore", DeprecationWarning)
             transport = {"transport": "ipc", "ip": ipc_prefix} if ipc_prefix else {}
             self.manager = SpecKernelManager(kernel_name=kernel_name, **transport)
         assert self.manager.kernel_name == kernel_name
-        self.manager.start_kernel(extra_arguments=extra_arguments or [])
+        kwargs = {"env": dict(os.environ, **env)} if env else {}
+        self.manager.start_kernel(extra_arguments=extra_arguments or [], **kwargs)
         self.client = self.manager.client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=STARTUP_TIMEOUT_S)

@@ -152,6 +152,20 @@ class PreloadTest(unittest.TestCase):
             kernel.close()
 
 
+class AggBackendTest(unittest.TestCase):
+    def test_show_under_mplbackend_agg_displays_without_warning(self):
+        # Sandbox policies set MPLBACKEND=Agg for headless use.
+        kernel = KernelSession("python", env={"MPLBACKEND": "Agg"})
+        try:
+            cell = kernel.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+            self.assertEqual(cell.reply["status"], "ok", cell.reply)
+            self.assertEqual(cell.text("stderr"), "")
+            pngs = [d for d in cell.of_type("display_data") if "image/png" in d["data"]]
+            self.assertEqual(len(pngs), 1)
+        finally:
+            kernel.close()
+
+
 class ShutdownTest(unittest.TestCase):
     def test_shutdown_request_exits_cleanly(self):
         kernel = KernelSession("python")

@@ -37,7 +37,10 @@ def _configure_matplotlib_env():
             path = tempfile.mkdtemp(prefix="sandgate-matplotlib-")
             atexit.register(shutil.rmtree, path, ignore_errors=True)
             os.environ["MPLCONFIGDIR"] = path
-    if not os.environ.get("MPLBACKEND"):
+    # Agg means "no GUI"; in a kernel the inline backend is that too (it draws
+    # with Agg) and also makes plt.show() display instead of warning.
+    backend = os.environ.get("MPLBACKEND", "")
+    if not backend or backend.lower() == "agg":
         if importlib.util.find_spec("matplotlib_inline") is not None:
             os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         else:
