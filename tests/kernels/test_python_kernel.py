@@ -31,6 +31,21 @@ class PythonKernelTest(KernelTestCase):
         self.assertEqual(cell.text("stdout"), "out\n")
         self.assertEqual(cell.text("stderr"), "err\n")
 
+    def test_print_sends_whole_lines(self):
+        cell = self.kernel.run("print('a', 'b', 'c')")
+        self.assertEqual([s["text"] for s in cell.streams()], ["a b c\n"])
+        cell = self.kernel.run("for i in range(1000):\n    print(i)")
+        self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(1000)))
+        self.assertLessEqual(len(cell.streams()), 1000)
+
+    def test_partial_line_is_sent_before_a_display_and_at_cell_end(self):
+        cell = self.kernel.run(
+            "from IPython.display import display\nprint('before', end='')\n"
+            "display({'text/plain': 'shown'}, raw=True)\nprint('tail', end='')")
+        kinds = [(m["msg_type"], m["content"].get("text") or m["content"].get("data", {}).get("text/plain"))
+                 for m in cell.iopub if m["msg_type"] in ("stream", "display_data")]
+        self.assertEqual(kinds, [("stream", "before"), ("display_data", "shown"), ("stream", "tail")])
+
     def test_error_name_is_the_class_name(self):
         cell = self.kernel.run("1/0")
         self.assertEqual(cell.reply["status"], "error")

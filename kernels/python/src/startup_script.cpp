@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 
 
 def _fix_error_names(shell):
@@ -20,6 +21,87 @@ def _fix_error_names(shell):
         shell.last_error = [name, str(evalue), stb]
 
     shell._showtraceback = _showtraceback
+
+
+class _LineStream:
+    """Groups xeus-python's per-write stream messages into whole lines.
+
+    print("a", "b") made four messages (one per write); here text is sent when
+    a write ends a line ("\n" or "\r"), when 64 KiB are pending, on flush(),
+    before any display and at the end of the cell. Partial lines wait for one
+    of those.
+    """
+
+    max_pending = 64 * 1024
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, raw, name):
+        self._raw = raw
+        self._pending = []
+        self._size = 0
+        self._lock = threading.RLock()
+        self.name = name
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            self._pending.append(text)
+            self._size += len(text)
+            if self._size >= self.max_pending or "\n" in text or "\r" in text:
+                self._send()
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        with self._lock:
+            self._send()
+        self._raw.flush()
+
+    def _send(self):
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._size = 0
+            self._raw.write(text)
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+
+def _group_output_lines(shell):
+    streams = []
+    for name in ("stdout", "stderr"):
+        raw = getattr(sys, name)
+        if raw is None or isinstance(raw, _LineStream):
+            continue
+        stream = _LineStream(raw, f"<{name}>")
+        setattr(sys, name, stream)
+        streams.append(stream)
+
+    def flush_all(*_args):
+        for stream in streams:
+            stream.flush()
+
+    publisher = shell.display_pub
+    publish = publisher.publish
+
+    def publish_after_pending_output(*args, **kwargs):
+        flush_all()
+        return publish(*args, **kwargs)
+
+    publisher.publish = publish_after_pending_output
+    return flush_all
 
 
 def _writable_dir(path):
@@ -85,9 +167,11 @@ def _flush_open_figures(*_args):
 
 def setup(shell, preload_modules):
     _fix_error_names(shell)
+    flush_output = _group_output_lines(shell)
     _configure_matplotlib_env()
     _register_figure_formatter(shell)
     shell.events.register("post_run_cell", _flush_open_figures)
+    shell.events.register("post_run_cell", flush_output)
     for name in preload_modules:
         try:
             importlib.import_module(name)
