@@ -7,7 +7,9 @@ Each run writes a fresh connection file (ipc transport in a temp dir), starts
 the kernel with the argv of its kernelspec (plus extra arguments), sends
 kernel_info_request right away (ZeroMQ queues it until the kernel binds) and
 stops the clock at the reply. The kernel is then shut down with
-shutdown_request. Prints a Markdown table.
+shutdown_request; the CPU column is the kernel process's user+system time over
+its whole life (start, one kernel_info, shutdown), which depends less on other
+load than the wall-clock time does. Prints a Markdown table.
 """
 
 import argparse
@@ -47,13 +49,25 @@ def start_once(spec, extra, workdir):
         elapsed = time.perf_counter() - started
         assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
         client.shutdown()
-        process.wait(timeout=20)
+        cpu = wait_cpu_seconds(process, timeout_s=20)
     finally:
         client.stop_channels()
         if process.poll() is None:
             process.kill()
             process.wait()
-    return elapsed
+    return elapsed, cpu
+
+
+def wait_cpu_seconds(process, timeout_s):
+    """Reaps the kernel and returns its user+system CPU time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pid, _status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid == process.pid:
+            process.returncode = 0
+            return usage.ru_utime + usage.ru_stime
+        time.sleep(0.01)
+    raise TimeoutError("kernel did not exit after shutdown_request")
 
 
 def cpu_model():
@@ -70,16 +84,20 @@ def main():
     args = parser.parse_args()
     specs = KernelSpecManager()
     print(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), {platform.platform()}")
-    print(f"runs per row: {args.runs} (after one warm-up run)\n")
-    print("| kernel | arguments | median (s) | min (s) | max (s) |")
-    print("|---|---|---|---|---|")
+    print(f"runs per row: {args.runs} (after one warm-up run); load average before: "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    print("| kernel | arguments | median (s) | min (s) | max (s) | CPU median (s) |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="sandgate-bench-") as workdir:
         for name, extra in CASES:
             spec = specs.get_kernel_spec(name)
             start_once(spec, extra, workdir)  # warm the page cache
-            times = [start_once(spec, extra, workdir) for _ in range(args.runs)]
+            runs = [start_once(spec, extra, workdir) for _ in range(args.runs)]
+            times = [wall for wall, _cpu in runs]
+            cpu = statistics.median(cpu for _wall, cpu in runs)
             print(f"| {name} ({os.path.basename(spec.argv[0])}) | {' '.join(extra) or '-'} | "
-                  f"{statistics.median(times):.3f} | {min(times):.3f} | {max(times):.3f} |", flush=True)
+                  f"{statistics.median(times):.3f} | {min(times):.3f} | {max(times):.3f} | {cpu:.3f} |",
+                  flush=True)
 
 
 if __name__ == "__main__":
