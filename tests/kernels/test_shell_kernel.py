@@ -98,6 +98,14 @@ class ShellKernelTest(KernelTestCase):
         self.kernel.interrupt_by_message()
         self.assertEqual(self.kernel.run("echo fine").text(), "fine\n")
 
+    def test_background_job_does_not_hold_the_cell(self):
+        started = time.monotonic()
+        cell = self.kernel.run("sleep 30 & BG=$!; echo bg")
+        self.assertOk(cell)
+        self.assertEqual(cell.text(), "bg\n")
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertOk(self.kernel.run("kill $BG; wait $BG 2>/dev/null; true"))
+
     def test_commands_do_not_read_the_kernel_pipe(self):
         cell = self.kernel.run("cat; echo done")
         self.assertOk(cell)
