@@ -142,7 +142,7 @@ for d in {dirs!r}:
         return "written"
     out[d] = _probe(w)
 out["chmod /etc/passwd"] = _probe(lambda: os.chmod("/etc/passwd", 0o666))
-out["append /etc/passwd"] = _probe(lambda: open("/etc/passwd", "a").write("x:0:0::/:/bin/sh\\n"))
+out["append /etc/passwd"] = _probe(lambda: os.open("/etc/passwd", os.O_WRONLY | os.O_APPEND))
 out["symlink in /usr"] = _probe(lambda: os.symlink("/tmp", "/usr/" + {marker!r}))
 out["workspace"] = _probe(lambda: open("/workspace/ok.txt", "w").write("ok"))
 out["tmp"] = _probe(lambda: open("/tmp/ok.txt", "w").write("ok"))

@@ -194,8 +194,15 @@ for tool, argv in (("su", ["su", "-c", "id -u", "root"]), ("sudo", ["sudo", "-n"
             out[tool] = {"rc": None, "out": "", "err": "timeout"}
 soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
 out["raise_nproc"] = _probe(lambda: resource.setrlimit(resource.RLIMIT_NPROC, (hard + 1, hard + 1)) if hard != resource.RLIM_INFINITY else "unlimited")
-out["oom_adj"] = _probe(lambda: open("/proc/self/oom_score_adj", "w").write("-1000"))
-out["oom_adj_1"] = _probe(lambda: open("/proc/1/oom_score_adj", "w").write("1000"))
+def write_now(path, text):  # unbuffered: the error must come from write(), not a silent close
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        return os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+out["oom_adj"] = _probe(lambda: write_now("/proc/self/oom_score_adj", "-1000"))
+out["oom_adj_value"] = open("/proc/self/oom_score_adj").read().strip()
+out["oom_adj_1"] = _probe(lambda: write_now("/proc/1/oom_score_adj", "1000"))
 _report(out)
 ''', timeout=120)
         for what in ("setuid0", "seteuid0", "setgid0", "setgroups"):
@@ -213,6 +220,7 @@ _report(out)
                 self.assertFalse(r["rc"] == 0 and r["out"].strip() == "0", f"{tool} gave root: {r}")
         self.assertRefused(res["raise_nproc"], "raising RLIMIT_NPROC", errnos=None)
         self.assertRefused(res["oom_adj"], "lowering oom_score_adj to -1000", errnos=(13, 1))
+        self.assertNotEqual(res["oom_adj_value"], "-1000")
         self.assertRefused(res["oom_adj_1"], "writing the supervisor's oom_score_adj", errnos=(13, 1))
 
     def test_no_host_devices(self):
