@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <utility>
 
@@ -102,11 +103,19 @@ cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, co
   if (layout.version == cgroup_version::v2) {
     const std::string parent_dir = layout.root + "/" + parent;
     make_dir(parent_dir);
+    // memory and pids are required; cpu is used when it can be enabled (it
+    // cannot while realtime processes sit in non-root cgroups).
+    bool cpu = read_file(layout.root + "/cgroup.controllers").find("cpu") != std::string::npos;
     for (const std::string& dir : {layout.root, parent_dir}) {
       const std::string enabled = read_file(dir + "/cgroup.subtree_control");
-      for (const char* controller : {"memory", "pids", "cpu"}) {
-        if (enabled.find(controller) == std::string::npos) {
-          write_file(dir + "/cgroup.subtree_control", std::string("+") + controller);
+      for (const std::string controller : {"memory", "pids", "cpu"}) {
+        if (enabled.find(controller) != std::string::npos || (controller == "cpu" && !cpu)) continue;
+        try {
+          write_file(dir + "/cgroup.subtree_control", "+" + controller);
+        } catch (const sys_error& e) {
+          if (controller != "cpu") throw;
+          std::fprintf(stderr, "sandgate-sandbox: no cpu limit: %s\n", e.what());
+          cpu = false;
         }
       }
     }
@@ -116,9 +125,11 @@ cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, co
     write_file(dir + "/memory.max", std::to_string(l.memory_bytes));
     if (exists(dir + "/memory.swap.max")) write_file(dir + "/memory.swap.max", "0");
     write_file(dir + "/pids.max", std::to_string(l.pids));
-    write_file(dir + "/cpu.max", std::to_string(quota_us) + " 100000");
+    if (cpu) write_file(dir + "/cpu.max", std::to_string(quota_us) + " 100000");
   } else if (layout.version == cgroup_version::v1) {
+    // memory and pids are required, cpu is used when the host mounts it.
     for (const char* controller : v1_controllers) {
+      if (std::string_view(controller) == "cpu" && !exists(layout.root + "/cpu/cgroup.procs")) continue;
       const std::string parent_dir = layout.root + "/" + controller + "/" + parent;
       make_dir(parent_dir);
       const std::string dir = parent_dir + "/" + id;
@@ -131,8 +142,10 @@ cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, co
       write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(l.memory_bytes));
     }
     write_file(group.dirs_[1] + "/pids.max", std::to_string(l.pids));
-    write_file(group.dirs_[2] + "/cpu.cfs_period_us", "100000");
-    write_file(group.dirs_[2] + "/cpu.cfs_quota_us", std::to_string(quota_us));
+    if (group.dirs_.size() > 2) {
+      write_file(group.dirs_[2] + "/cpu.cfs_period_us", "100000");
+      write_file(group.dirs_[2] + "/cpu.cfs_quota_us", std::to_string(quota_us));
+    }
   }
   return group;
 }
