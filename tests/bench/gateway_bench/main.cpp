@@ -6,6 +6,7 @@
 #include "targets.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -16,10 +17,11 @@ namespace {
 
 constexpr const char* usage =
     "usage: gateway_bench --target zmq --kernelspec DIR [options]\n"
-    "       gateway_bench --target rest --port P [--host H] [--token T] [--base-url /] [--kernel-name N]\n"
+    "       gateway_bench --target rest --port P [--host H] [--base-url /] [--kernel-name N]\n"
     "                     [--protocol v1|legacy] [--pid SERVER_PID] [options]\n"
     "options: --starts N --warmup N --executes N --stream-mib N --png-repeats N\n"
-    "         --concurrency N[,N...] (0: none) --concurrent-executes N --settle-s S\n";
+    "         --concurrency N[,N...] (0: none) --concurrent-executes N --settle-s S\n"
+    "The gateway's token comes from the environment (GATEWAY_BENCH_TOKEN), not the command line.\n";
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
@@ -55,8 +57,6 @@ int main(int argc, char** argv) {
         rest.host = value;
       else if (arg == "--port")
         rest.port = value;
-      else if (arg == "--token")
-        rest.token = value;
       else if (arg == "--base-url")
         rest.base_url = value;
       else if (arg == "--kernel-name")
@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
       else
         throw std::invalid_argument("unknown option " + arg);
     }
+    if (const char* token = std::getenv("GATEWAY_BENCH_TOKEN")) rest.token = token;
     if (target_kind != "zmq" && target_kind != "rest") throw std::invalid_argument("--target zmq|rest");
     if (plan.starts < 1) throw std::invalid_argument("--starts must be at least 1");
   } catch (const std::exception& e) {

@@ -59,8 +59,12 @@ pid_t spawn_kernel(const kernelspec& spec, const fs::path& connection_file, cons
   for (const auto& a : spec.argv)
     args.push_back(substitute(substitute(a, "{connection_file}", connection_file.string()), "{resource_dir}",
                               spec.dir.string()));
-  std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
-  if (const char* home = std::getenv("HOME")) env["HOME"] = home;
+  // As Sandgate does: a HOME of its own per kernel (IPython keeps its
+  // history database there; kernels sharing one wait on its lock).
+  const fs::path home = connection_file.parent_path() / "home";
+  fs::create_directories(home);
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}, {"HOME", home.string()}};
   for (const auto& [k, v] : spec.env)
     env[k] = v;
   std::vector<std::string> env_strings;
@@ -81,8 +85,9 @@ pid_t spawn_kernel(const kernelspec& spec, const fs::path& connection_file, cons
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
+  // A session of its own, as Sandgate and jupyter_client give their kernels
+  // (with CFS autogroups this also decides the kernel's share of the CPUs).
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
   pid_t pid = -1;
   const int rc = posix_spawnp(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
   posix_spawn_file_actions_destroy(&actions);
