@@ -158,6 +158,69 @@ class ForbiddenCalls(SandboxTestCase):
         self.assertEqual(res["clone3(CLONE_NEWUSER)"].get("errno"), errno.ENOSYS, res["clone3(CLONE_NEWUSER)"])
         self.assertKernelWorks(self.k)
 
+    def test_filter_not_bypassed_by_other_abis(self):
+        # unshare(CLONE_NEWUSER) through the x32 ABI (nr | 0x40000000) and the
+        # i386 ABI (int 0x80, nr 310), and TIOCSTI on a fresh pty. Each runs in
+        # a forked child; being killed by the filter (SIGSYS) also counts as
+        # refused.
+        res = self.probe(self.k, r'''
+import fcntl, mmap, termios, time
+def child(fn):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = {"ok": fn()}
+        except OSError as ex:
+            out = {"errno": ex.errno, "error": str(ex)}
+        except BaseException as ex:
+            out = {"errno": None, "error": repr(ex)}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    _, st = os.waitpid(pid, 0)
+    if data:
+        return json.loads(data)
+    return {"killed_by": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None, "exit": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None}
+def int80():
+    # mov eax, 310 (i386 unshare); mov ebx, CLONE_NEWUSER; int 0x80; ret
+    code = bytes.fromhex("b836010000" "bb00000010" "cd80" "c3")
+    m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    m.write(code)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    fn = ctypes.CFUNCTYPE(ctypes.c_int)(addr)
+    ret = fn()
+    if ret < 0:
+        raise OSError(-ret, os.strerror(-ret))
+    return ret
+def tiocsti():
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSTI, b"x")
+    return "injected"
+_report({"x32_unshare": child(lambda: _sys(0x40000000 | 272, 0x10000000)),
+         "x32_mount": child(lambda: _sys(0x40000000 | 165, 0, 0, 0, 0, 0)),
+         "i386_unshare": child(int80),
+         "tiocsti": child(tiocsti)})
+''')
+        for what, o in res.items():
+            self.assertNotIn("ok", o, f"{what} SUCCEEDED: {o}")
+            if "errno" in o and o["errno"] is not None:
+                self.assertIn(o["errno"], (1, 38, 14), f"{what}: {o}")
+            elif "killed_by" in o:
+                self.assertIn(o["killed_by"], (31, 9, 11), f"{what}: {o}")  # SIGSYS/SIGKILL/SIGSEGV
+            else:
+                self.fail(f"{what}: {o}")
+        self.assertKernelWorks(self.k)
+
     def test_no_privilege(self):
         res = self.probe(self.k, r'''
 import resource, shutil, subprocess

@@ -1,0 +1,93 @@
+"""A hostile kernel and its run dir: /run/sandgate inside is a host directory
+that the gateway (root) writes connection files into and removes at the end.
+The kernel plants symlinks, FIFOs and directories there pointing at host
+decoys the test created (never at real system files); a restart and a DELETE
+must leave the decoys untouched (content, owner, mode), and the gateway must
+stay responsive."""
+
+import os
+import shutil
+import stat
+import tempfile
+import time
+import unittest
+import uuid
+
+from security_fixture import Kernel, SandboxTestCase, wait_until
+
+
+class HostileRunDir(SandboxTestCase):
+
+    def setUp(self):
+        self.decoy_dir = tempfile.mkdtemp(prefix="sandgate-sec-decoy-")
+        self.addCleanup(shutil.rmtree, self.decoy_dir, True)
+        os.chmod(self.decoy_dir, 0o755)
+        self.decoy = os.path.join(self.decoy_dir, "precious")
+        with open(self.decoy, "w") as f:
+            f.write("precious\n")
+        os.chmod(self.decoy, 0o640)
+        self.decoy_stat = os.stat(self.decoy)
+
+    def assertDecoyIntact(self):
+        self.assertTrue(os.path.exists(self.decoy), "the host decoy file was deleted")
+        with open(self.decoy) as f:
+            self.assertEqual(f.read(), "precious\n", "the host decoy file was overwritten")
+        st = os.stat(self.decoy)
+        self.assertEqual((st.st_uid, st.st_gid), (self.decoy_stat.st_uid, self.decoy_stat.st_gid),
+                         "the host decoy file was chowned")
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o640, "the host decoy file was chmodded")
+        st = os.stat(self.decoy_dir)
+        self.assertEqual(st.st_uid, 0, "the host decoy dir was chowned")
+
+    def test_symlinked_connection_file_on_restart(self):
+        k = self.new_kernel()
+        k.execute(f'''
+import os
+os.rename("/run/sandgate/connection.json", "/run/sandgate/connection.json.orig")
+os.symlink({self.decoy!r}, "/run/sandgate/connection.json")
+os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
+''')
+        status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
+        self.assertIn(status, (200, 500, 503), body)
+        self.assertDecoyIntact()
+        self.assertGatewayUp()
+        if status == 200:
+            wait_until(lambda: k.execute("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
+
+    def test_fifo_connection_file_on_restart(self):
+        k = self.new_kernel()
+        k.execute('''
+import os
+os.unlink("/run/sandgate/connection.json")
+os.mkfifo("/run/sandgate/connection.json", 0o666)
+''')
+        t = time.monotonic()
+        status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
+        self.assertLess(time.monotonic() - t, 90, "restart hung on a FIFO")
+        self.assertGatewayUp()
+
+    def test_links_in_run_dir_survive_delete(self):
+        kid = self.gw.start_kernel()
+        k = Kernel(self.gw, kid)
+        r = k.execute(f'''
+import os
+os.symlink({self.decoy_dir!r}, "/run/sandgate/evil-dir")
+os.symlink({self.decoy!r}, "/run/sandgate/evil-file")
+os.makedirs("/run/sandgate/sub/deeper")
+os.symlink({self.decoy_dir!r}, "/run/sandgate/sub/deeper/evil")
+os.symlink("/", "/run/sandgate/sub/root")
+print("planted")
+''')
+        self.assertIn("planted", r["stdout"], r)
+        run_dir = os.path.join(self.gw.state_dir, "run", kid)
+        self.assertTrue(os.path.islink(os.path.join(run_dir, "evil-dir")))
+        k.close()
+        self.gw.delete_kernel(kid)
+        wait_until(lambda: not os.path.exists(run_dir), 30, "the run dir to be removed")
+        self.assertDecoyIntact()
+        self.assertTrue(os.path.exists("/usr/bin/python3"))
+        self.assertGatewayUp()
+
+
+if __name__ == "__main__":
+    unittest.main()
