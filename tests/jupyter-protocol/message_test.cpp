@@ -6,28 +6,40 @@
 
 #include <nlohmann/json.hpp>
 
-#include <regex>
 #include <set>
 
 namespace sandgate::protocol {
 namespace {
 
+// True when `text` matches `shape`, where in `shape` 'h' is a lowercase hex
+// digit, 'd' a decimal digit and any other character stands for itself.
+bool matches(std::string_view text, std::string_view shape) {
+  if (text.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool ok = shape[i] == 'h'   ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+                    : shape[i] == 'd' ? c >= '0' && c <= '9'
+                                      : c == shape[i];
+    if (!ok) return false;
+  }
+  return true;
+}
+
 TEST(message, uuid4_shape_and_uniqueness) {
-  const std::regex shape{"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"};
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
     const auto id = new_uuid4();
-    EXPECT_TRUE(std::regex_match(id, shape)) << id;
+    EXPECT_TRUE(matches(id, "hhhhhhhh-hhhh-4hhh-hhhh-hhhhhhhhhhhh")) << id;
+    EXPECT_NE(std::string_view("89ab").find(id[19]), std::string_view::npos) << id;
     seen.insert(id);
   }
   EXPECT_EQ(seen.size(), 1000u);
 }
 
 TEST(message, iso8601_has_zero_padded_microseconds) {
-  const std::regex shape{R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)"};
   for (int i = 0; i < 100; ++i) {
     const auto date = iso8601_now();
-    EXPECT_TRUE(std::regex_match(date, shape)) << date;
+    EXPECT_TRUE(matches(date, "dddd-dd-ddTdd:dd:dd.ddddddZ")) << date;
   }
 }
 
