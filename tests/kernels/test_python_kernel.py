@@ -38,6 +38,15 @@ class PythonKernelTest(KernelTestCase):
         self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(1000)))
         self.assertLessEqual(len(cell.streams()), 1000)
 
+    def test_stream_object_behaves_like_a_text_stream(self):
+        cell = self.kernel.run(
+            "import io, sys\n"
+            "try:\n    sys.stdout.fileno()\nexcept io.UnsupportedOperation:\n    print('no fd')\n"
+            "print(sys.stdout.isatty(), sys.stdout.closed, sys.stdout.encoding)\n"
+            "sys.stdout.write('x'); sys.stdout.flush()")
+        self.assertOk(cell)
+        self.assertEqual(cell.text(), "no fd\nFalse False utf-8\nx")
+
     def test_partial_line_is_sent_before_a_display_and_at_cell_end(self):
         cell = self.kernel.run(
             "from IPython.display import display\nprint('before', end='')\n"

@@ -7,6 +7,7 @@ import atexit
 import base64
 import importlib
 import importlib.util
+import io
 import os
 import shutil
 import sys
@@ -70,6 +71,14 @@ class _LineStream:
             self._raw.write(text)
 
     def isatty(self):
+        return False
+
+    def fileno(self):
+        # Like ipykernel's streams: there is no file descriptor behind it.
+        raise io.UnsupportedOperation("fileno")
+
+    @property
+    def closed(self):
         return False
 
     def writable(self):
