@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import stat
+import struct
 import tempfile
 import threading
 import time
@@ -105,10 +106,12 @@ os.mkfifo("/run/sandgate/connection.json", 0o666)
                 try:
                     c, _ = srv.accept()
                     c.settimeout(0.5)
+                    pid, uid, _ = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
                     try:
-                        accepted.append(c.recv(64))
+                        data = c.recv(64)
                     except OSError:
-                        accepted.append(b"")
+                        data = b""
+                    accepted.append({"pid": pid, "uid": uid, "gateway": pid == self.gw.pid, "data": data.hex()})
                     c.close()
                 except OSError:
                     pass
@@ -128,7 +131,7 @@ os._exit(1)
         time.sleep(8)  # ZeroMQ reconnects every 100 ms; the gateway restarts the kernel
         self.assertGatewayUp()
         self.assertEqual(accepted, [], f"the gateway connected to a host socket through the sandbox's "
-                                       f"symlinks {len(accepted)} times; first bytes {accepted[:1]!r}")
+                                       f"symlinks {len(accepted)} times; first: {accepted[:1]!r}")
 
     def test_links_in_run_dir_survive_delete(self):
         kid = self.gw.start_kernel()
