@@ -50,12 +50,15 @@ class Cell:
 class KernelSession:
     """One running kernel plus a blocking client."""
 
-    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None, env=None):
+    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None, env=None, argv_prefix=None):
         with warnings.catch_warnings():  # traitlets dislikes the _<name>_changed override
             warnings.simplefilter("ignore", DeprecationWarning)
             transport = {"transport": "ipc", "ip": ipc_prefix} if ipc_prefix else {}
             self.manager = SpecKernelManager(kernel_name=kernel_name, **transport)
         assert self.manager.kernel_name == kernel_name
+        if argv_prefix:  # e.g. a wrapper that changes how the kernel is launched
+            spec = self.manager.kernel_spec
+            spec.argv = list(argv_prefix) + spec.argv
         kwargs = {"env": dict(os.environ, **env)} if env else {}
         self.manager.start_kernel(extra_arguments=extra_arguments or [], **kwargs)
         self.client = self.manager.client()

@@ -218,6 +218,18 @@ class BusyShutdownTest(unittest.TestCase):
             kernel.manager.cleanup_resources()
 
 
+class ClosedStandardStreamsTest(unittest.TestCase):
+    def test_kernel_started_with_fds_0_1_2_closed(self):
+        closing = ["/bin/bash", "-c", 'exec 0<&- 1>&- 2>&-; exec "$0" "$@"']
+        kernel = KernelSession("python", argv_prefix=closing)
+        try:
+            cell = kernel.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
+            self.assertEqual(cell.reply["status"], "ok", cell.reply)
+            self.assertEqual((cell.text("stdout"), cell.text("stderr")), ("out\n", "err\n"))
+        finally:
+            kernel.close()
+
+
 class IpcTransportTest(unittest.TestCase):
     def test_ipc_sockets_in_a_long_directory(self):
         # xeus 2.4.1 alone fails with "Invalid argument" past ~23 characters of ip.

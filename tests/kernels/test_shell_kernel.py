@@ -165,6 +165,19 @@ class BusyShutdownTest(unittest.TestCase):
             kernel.manager.cleanup_resources()
 
 
+class ClosedStandardStreamsTest(unittest.TestCase):
+    def test_kernel_started_with_fds_0_1_2_closed(self):
+        closing = ["/bin/bash", "-c", 'exec 0<&- 1>&- 2>&-; exec "$0" "$@"']
+        kernel = KernelSession("bash", argv_prefix=closing)
+        try:
+            cell = kernel.run("echo out; echo err >&2; cat; echo end")
+            self.assertEqual(cell.reply["status"], "ok", cell.reply)
+            self.assertEqual(cell.text("stdout"), "out\nend\n")
+            self.assertEqual(cell.text("stderr"), "err\n")
+        finally:
+            kernel.close()
+
+
 class IpcTransportTest(unittest.TestCase):
     def test_ipc_sockets_in_a_long_directory(self):
         # xeus 2.4.1 alone fails with "Invalid argument" past ~23 characters of ip.

@@ -19,6 +19,7 @@
 #include "sandgate_kernels/command_line.hpp"
 #include "sandgate_kernels/interrupting_server.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
+#include "sandgate_kernels/standard_fds.hpp"
 
 namespace {
 
@@ -45,6 +46,7 @@ int run(const sandgate::kernels::kernel_options& options, const char* const* arg
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sandgate::kernels::ensure_standard_fds();
   // Before any thread exists, so every xeus thread inherits the mask.
   sandgate::kernels::block_sigint();
   // xeus-python imports debugpy, which warns on stderr about frozen modules.

@@ -20,6 +20,7 @@
 #include "sandgate_kernels/command_line.hpp"
 #include "sandgate_kernels/interrupting_server.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
+#include "sandgate_kernels/standard_fds.hpp"
 #include "shell_interpreter.hpp"
 
 namespace {
@@ -70,6 +71,7 @@ int run(const sandgate::kernels::kernel_options& options) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sandgate::kernels::ensure_standard_fds();
   // Before any thread exists, so that every thread inherits the mask.
   sandgate::kernels::block_sigint();
   sigset_t stop;
