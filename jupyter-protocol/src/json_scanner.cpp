@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstring>
 
 namespace sandgate::protocol::detail {
 namespace {
@@ -155,6 +156,18 @@ class scanner {
     return true;
   }
 
+  // True when none of the 8 bytes at `p` is a control character, '"', '\\'
+  // or a non-ASCII byte (exact "any byte" tests from Bit Twiddling Hacks).
+  static bool plain_ascii8(const char* p) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, sizeof w);
+    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    const std::uint64_t below_space = (w - ones * 0x20) & ~w & highs;
+    return ((w & highs) | below_space | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'))) == 0;
+  }
+
   static int hex(char c) noexcept {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -177,7 +190,9 @@ class scanner {
   // After the opening quote; leaves p_ after the closing quote.
   bool string_body(bool& escaped) noexcept {
     for (;;) {
-      // Fast path: plain ASCII.
+      // Fast path: plain ASCII, eight bytes at a time, then byte by byte.
+      while (end_ - p_ >= 8 && plain_ascii8(p_))
+        p_ += 8;
       while (p_ != end_) {
         const auto b = static_cast<unsigned char>(*p_);
         if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80) break;
