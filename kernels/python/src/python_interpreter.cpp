@@ -1,7 +1,6 @@
 #include "python_interpreter.hpp"
 
 #include <csignal>
-#include <iostream>
 #include <utility>
 
 #include <pybind11/eval.h>
