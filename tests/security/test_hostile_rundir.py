@@ -21,6 +21,15 @@ from security_fixture import Kernel, SandboxTestCase, wait_until
 
 class HostileRunDir(SandboxTestCase):
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = cls.class_kernel()
+
+    def tearDown(self):
+        self.assertGatewayUp()
+        self.assertKernelWorks(self.other)
+
     def setUp(self):
         self.decoy_dir = tempfile.mkdtemp(prefix="sandgate-sec-decoy-")
         self.addCleanup(shutil.rmtree, self.decoy_dir, True)

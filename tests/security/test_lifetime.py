@@ -78,9 +78,12 @@ class Lifetime(SandboxTestCase):
         info = self.gw.sandbox_info(kid)
         supervisors = [p for p in info["outer"] if p in info["all"]]
         self.assertTrue(supervisors, info)
+        other = self.new_kernel()
         os.kill(supervisors[0], 9)
         wait_until(lambda: not self.marker_pids(marker), 30, "the daemon to end with its supervisor")
+        wait_until(lambda: not self.cgroup_dirs(kid), 30, f"the cgroups of {kid} to be removed")
         self.assertGatewayUp()
+        self.assertKernelWorks(other)
 
 
 if __name__ == "__main__":
