@@ -58,10 +58,13 @@ void open_stdio(const spawn_spec& spec) {
   set_no_new_privs();
   const std::string program = resolve_program(spec.argv.at(0), spec.env);
   std::vector<std::string> env_text;
+  env_text.reserve(spec.env.size());
   for (const auto& [key, value] : spec.env)
     env_text.push_back(key + "=" + value);
   std::vector<char*> argv;
   std::vector<char*> envp;
+  argv.reserve(spec.argv.size() + 1);
+  envp.reserve(env_text.size() + 1);
   for (const auto& a : spec.argv)
     argv.push_back(const_cast<char*>(a.c_str()));
   for (const auto& e : env_text)
@@ -85,7 +88,7 @@ std::string resolve_program(const std::string& argv0, const std::map<std::string
   while (start <= path.size()) {
     const std::size_t end = std::min(path.find(':', start), path.size());
     const std::string dir = end > start ? path.substr(start, end - start) : ".";
-    const std::string candidate = dir + "/" + argv0;
+    std::string candidate = dir + "/" + argv0;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
   }

@@ -37,7 +37,7 @@ struct environment {
 
 struct policy {
   struct limits limits;
-  std::uint64_t ttl_s = 24 * 3600;      // wall-clock lifetime of the sandbox
+  std::uint64_t ttl_s = 24ull * 3600;   // wall-clock lifetime of the sandbox
   std::uint64_t max_execution_s = 600;  // one execution's limit, enforced by the gateway
   network_mode network = network_mode::none;
   struct environment env;
