@@ -28,7 +28,8 @@ received next(kernel_connection& c, bench_clock::time_point deadline, const char
 
 }  // namespace
 
-execute_outcome execute(kernel_connection& c, const std::string& code, std::chrono::milliseconds timeout) {
+execute_outcome execute(kernel_connection& c, const std::string& code, std::chrono::milliseconds timeout,
+                        std::chrono::milliseconds idle_grace) {
   const nlohmann::json content = {{"code", code},          {"silent", false},
                                   {"store_history", true}, {"user_expressions", nlohmann::json::object()},
                                   {"allow_stdin", false},  {"stop_on_error", true}};
@@ -36,16 +37,34 @@ execute_outcome execute(kernel_connection& c, const std::string& code, std::chro
   const std::string msg_id = msg.msg_id();
   execute_outcome out;
   const auto sent = bench_clock::now();
-  const auto deadline = sent + timeout;
+  auto deadline = sent + timeout;
   c.send(channel::shell, msg);
   bool replied = false;
   bool idle = false;
   while (!replied || !idle) {
+    if (replied && idle_grace.count() > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - bench_clock::now());
+      auto r = left.count() > 0 ? c.receive(left) : std::nullopt;
+      if (!r) {
+        out.idle_lost = true;
+        break;
+      }
+      if (r->channel == channel::iopub && r->message.parent.msg_id == msg_id) {
+        ++out.iopub_messages;
+        out.last_iopub_ms = ms_between(sent, bench_clock::now());
+        deadline = bench_clock::now() + idle_grace;  // output still flowing: not lost yet
+        if (r->message.msg_type() == "stream") out.stream_bytes += r->message.content.size();
+        if (r->message.msg_type() == "status" && r->message.content.find("\"idle\"") != std::string::npos)
+          idle = true;
+      }
+      continue;
+    }
     auto r = next(c, deadline, "execute_reply and idle");
     const auto& m = r.message;
     if (m.parent.msg_id != msg_id) continue;
     if (r.channel == channel::iopub) {
       ++out.iopub_messages;
+      out.last_iopub_ms = ms_between(sent, bench_clock::now());
       const auto& type = m.msg_type();
       if (type == "status") {
         if (m.content.find("\"idle\"") != std::string::npos) idle = true;
@@ -60,6 +79,7 @@ execute_outcome execute(kernel_connection& c, const std::string& code, std::chro
       if (m.content.find("\"ok\"") == std::string::npos)
         throw bench_error("execute failed: " + reply_error(m.content));
       replied = true;
+      if (idle_grace.count() > 0 && !idle) deadline = std::min(deadline, bench_clock::now() + idle_grace);
     }
   }
   out.done_ms = ms_between(sent, bench_clock::now());

@@ -23,10 +23,15 @@ struct execute_outcome {
   std::size_t stream_bytes = 0;   // content bytes of the stream messages
   std::size_t display_bytes = 0;  // content bytes of the display_data messages
   std::size_t iopub_messages = 0;
+  double last_iopub_ms = 0;  // request sent -> last iopub message of this request
+  bool idle_lost = false;    // the reply came but the idle status did not (iopub is lossy)
 };
 
-// Runs `code`; throws bench_error on a timeout or a reply whose status is not ok.
-execute_outcome execute(kernel_connection& c, const std::string& code, std::chrono::milliseconds timeout);
+// Runs `code`; throws bench_error on a timeout or a reply whose status is not
+// ok. With `idle_grace` > 0, an idle status still missing that long after the
+// reply is given up on (idle_lost); a WebSocket connection is unusable after.
+execute_outcome execute(kernel_connection& c, const std::string& code, std::chrono::milliseconds timeout,
+                        std::chrono::milliseconds idle_grace = std::chrono::milliseconds(0));
 
 // kernel_info_request -> kernel_info_reply. Returns the time taken in ms.
 double kernel_info(kernel_connection& c, std::chrono::milliseconds timeout);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace sb = sandgate::bench;
 
@@ -97,18 +98,36 @@ int main(int argc, char** argv) {
     const pid_t pid = target->server_pid();
     nlohmann::json results;
     nlohmann::json rss;
+    std::vector<std::string> errors;
+    // A failed measurement is reported and the next one still runs.
+    const auto attempt = [&](const std::string& what, const auto& measure) {
+      try {
+        return measure();
+      } catch (const std::exception& e) {
+        std::cerr << "gateway_bench: " << what << " failed: " << e.what() << "\n";
+        errors.push_back(what + ": " + e.what());
+        return nlohmann::json();
+      }
+    };
     if (pid > 0) rss["idle_kib"] = sb::read_memory(pid).rss;
     {
       std::unique_ptr<sb::kernel_session> kernel;
-      results["start"] = sb::measure_starts(*target, plan, kernel);
-      if (pid > 0) rss["one_kernel_kib"] = sb::read_memory(pid).rss;
-      results["execute"] = sb::measure_executes(*target, *kernel, plan);
-      results["png"] = sb::measure_png(*kernel, plan);
-      results["stream"] = sb::measure_stream(*target, *kernel, plan);
+      results["start"] = attempt("start", [&] { return sb::measure_starts(*target, plan, kernel); });
+      if (kernel) {
+        if (pid > 0) rss["one_kernel_kib"] = sb::read_memory(pid).rss;
+        results["execute"] = attempt("execute", [&] { return sb::measure_executes(*target, *kernel, plan); });
+        results["png"] = attempt("png", [&] { return sb::measure_png(*kernel, plan); });
+        results["stream"] = attempt("stream", [&] { return sb::measure_stream(*target, *kernel, plan); });
+        if (results["stream"].is_object() && !results["stream"].value("complete", true))
+          errors.push_back("stream: output lost on iopub");
+      }
     }
     results["concurrent"] = nlohmann::json::array();
-    for (const int n : plan.concurrency)
-      results["concurrent"].push_back(sb::measure_concurrent(*target, n, plan));
+    for (const int n : plan.concurrency) {
+      auto r =
+          attempt(std::to_string(n) + " kernels", [&] { return sb::measure_concurrent(*target, n, plan); });
+      if (r.is_object()) results["concurrent"].push_back(std::move(r));
+    }
     if (pid > 0) {
       std::this_thread::sleep_for(std::chrono::seconds(plan.settle_s));
       const auto m = sb::read_memory(pid);
@@ -116,8 +135,9 @@ int main(int argc, char** argv) {
       rss["peak_kib"] = m.peak;
       results["rss"] = rss;
     }
+    results["errors"] = errors;
     std::cout << results.dump(2) << std::endl;
-    return 0;
+    return errors.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "gateway_bench: failed: " << e.what() << "\n";
     return 1;

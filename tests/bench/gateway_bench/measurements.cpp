@@ -4,6 +4,7 @@
 #include "process_stats.hpp"
 #include "stats.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <latch>
@@ -121,15 +122,20 @@ nlohmann::json measure_stream(target& t, kernel_session& k, const plan& p) {
   nlohmann::json out;
   if (pid > 0) out["rss_before_kib"] = read_memory(pid).rss;
   const server_clock server{pid};
-  const auto r = execute(c, code, stream_timeout);
+  const auto r = execute(c, code, stream_timeout, std::chrono::seconds(10));
   const double payload = static_cast<double>(writes) * 65536.0;
-  if (static_cast<double>(r.stream_bytes) < payload)
-    throw bench_error("stream: received " + std::to_string(r.stream_bytes) + " bytes of " +
-                      std::to_string(static_cast<std::size_t>(payload)));
+  // iopub is lossy (a PUB socket drops at its high-water mark): say so
+  // rather than hang or fail.
+  const bool complete = !r.idle_lost && static_cast<double>(r.stream_bytes) >= payload;
+  const double s_taken = (r.idle_lost ? r.last_iopub_ms : r.done_ms) / 1000.0;
   out["payload_bytes"] = payload;
+  out["received_bytes"] = r.stream_bytes;
+  out["complete"] = complete;
+  out["idle_lost"] = r.idle_lost;
   out["messages"] = r.iopub_messages;
-  out["s"] = r.done_ms / 1000.0;
-  out["mb_s"] = payload / 1e6 / (r.done_ms / 1000.0);
+  out["s"] = s_taken;
+  out["mb_s"] = std::min(payload, static_cast<double>(r.stream_bytes)) / 1e6 / s_taken;
+  if (!complete) note("stream incomplete: " + std::to_string(r.stream_bytes) + " content bytes received");
   server.report(out, "server_cpu_us_per_mib", p.stream_mib);
   if (pid > 0) {
     out["rss_peak_kib"] = read_memory(pid).peak;
