@@ -133,8 +133,9 @@ void hmac_sign(benchmark::State& state) {
     auto digest = s.sign(m.header, m.parent_header, m.metadata, m.content);
     benchmark::DoNotOptimize(digest.data());
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(
-      state.iterations() * (m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size())));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * (m.header.size() + m.parent_header.size() +
+                                                      m.metadata.size() + m.content.size())));
 }
 
 void parse_header_and_parent(benchmark::State& state) {
@@ -142,7 +143,8 @@ void parse_header_and_parent(benchmark::State& state) {
   sp::header_fields head;
   sp::header_fields parent;
   for (auto _ : state) {
-    if (sp::parse_header(m.header, head, true) || sp::parse_header(m.parent_header, parent, false)) std::abort();
+    if (sp::parse_header(m.header, head, true) || sp::parse_header(m.parent_header, parent, false))
+      std::abort();
     benchmark::DoNotOptimize(head.msg_id.data());
   }
 }
