@@ -3,6 +3,7 @@
 #include "api/auth.hpp"
 #include "api/router.hpp"
 #include "http/server.hpp"
+#include "http/streams.hpp"
 #include "kernels/kernel_manager.hpp"
 
 #include <gateway/config.hpp>
@@ -71,11 +72,14 @@ int run(sg::config cfg) {
   sg::router router(cfg, kernels, token);
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};
-  sg::server srv(io, {address, cfg.port}, router, limits);
+  std::unique_ptr<boost::asio::ssl::context> tls;
+  if (!cfg.certfile.empty()) tls = sg::make_tls_context(cfg.certfile, cfg.keyfile);
+  sg::server srv(io, {address, cfg.port}, router, limits, tls.get());
   srv.run();
 
-  const std::string url = "http://" + (address.is_v6() ? "[" + cfg.ip + "]" : cfg.ip) + ":" +
-                          std::to_string(srv.port()) + cfg.base_url;
+  const std::string url = std::string(tls ? "https://" : "http://") +
+                          (address.is_v6() ? "[" + cfg.ip + "]" : cfg.ip) + ":" + std::to_string(srv.port()) +
+                          cfg.base_url;
   sg::log::info("listening", {{"url", url},
                               {"state_dir", cfg.state_dir.string()},
                               {"kernelspecs", std::to_string(specs.all().size())}});

@@ -9,7 +9,7 @@ build_packages=(
   libzmq3-dev cppzmq-dev libssl-dev nlohmann-json3-dev
   libboost1.81-dev libseccomp-dev libsqlite3-dev
   xeus-dev xeus-python-dev pybind11-dev python3-dev
-  python3-numpy python3-matplotlib python3-pandas python3-xeus-python-shell
+  python3-numpy python3-matplotlib python3-matplotlib-inline python3-pandas python3-xeus-python-shell
   libgtest-dev libgmock-dev libbenchmark-dev
   bash coreutils procps util-linux iproute2
 )

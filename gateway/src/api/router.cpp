@@ -189,7 +189,8 @@ void router::dispatch(context& ctx) {
   ctx.reply(ctx.error(http::status::not_found, "No such path"));
 }
 
-std::optional<router::response> router::upgrade(request& req, boost::beast::tcp_stream& stream) {
+template <class Stream>
+std::optional<router::response> router::upgrade(request& req, Stream& stream) {
   auto t = parse_target(req.target(), cfg_.base_url);
   auto reject = [&](http::status s, std::string msg) {
     return error_response(s, std::move(msg), req.version(), false);
@@ -227,8 +228,11 @@ std::optional<router::response> router::upgrade(request& req, boost::beast::tcp_
   }
   const std::string session_id = t->query.count("session_id") ? t->query["session_id"] : "";
   ws_limits limits{cfg_.ws_message_limit_bytes, cfg_.client_queue_limit_bytes};
-  std::make_shared<ws_session>(std::move(stream), k, session_id, v1, limits)->run(std::move(req));
+  std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, v1, limits)->run(std::move(req));
   return std::nullopt;
 }
+
+template std::optional<router::response> router::upgrade(request&, plain_stream&);
+template std::optional<router::response> router::upgrade(request&, tls_stream&);
 
 }  // namespace sandgate::gateway

@@ -31,7 +31,8 @@ class router {
   void handle(request&& req, responder respond);
   // A WebSocket upgrade: nothing when accepted (the stream is moved into a
   // ws_session), or the rejection to send.
-  std::optional<response> upgrade(request& req, boost::beast::tcp_stream& stream);
+  template <class Stream>
+  std::optional<response> upgrade(request& req, Stream& stream);
 
   static response error_response(boost::beast::http::status status, std::string message, unsigned version,
                                  bool keep_alive);

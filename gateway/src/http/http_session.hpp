@@ -1,9 +1,11 @@
 #pragma once
-// One HTTP connection: reads a request at a time with a size-limited parser,
-// lets the router answer it (possibly asynchronously), writes the answer,
-// and hands WebSocket upgrades to ws_session.
+// One HTTP connection over a plain or TLS stream: reads a request at a time
+// with a size-limited parser, lets the router answer it (possibly
+// asynchronously), writes the answer, and hands WebSocket upgrades to
+// ws_session.
 
 #include "server.hpp"
+#include "streams.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -13,9 +15,10 @@
 
 namespace sandgate::gateway {
 
-class http_session : public std::enable_shared_from_this<http_session> {
+template <class Stream>
+class http_session : public std::enable_shared_from_this<http_session<Stream>> {
  public:
-  http_session(boost::asio::ip::tcp::socket&& socket, router& r, http_limits limits);
+  http_session(Stream&& stream, router& r, http_limits limits);
   void run();
 
  private:
@@ -24,12 +27,15 @@ class http_session : public std::enable_shared_from_this<http_session> {
   void send(boost::beast::http::response<boost::beast::http::string_body>&& res);
   void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
 
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   router& router_;
   http_limits limits_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
 };
+
+extern template class http_session<plain_stream>;
+extern template class http_session<tls_stream>;
 
 }  // namespace sandgate::gateway

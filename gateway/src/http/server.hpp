@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -23,8 +24,9 @@ struct http_limits {
 
 class server {
  public:
-  server(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& ep, router& r,
-         http_limits limits);
+  // `tls`: serve https/wss with this context; null for plain http.
+  server(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& ep, router& r, http_limits limits,
+         boost::asio::ssl::context* tls = nullptr);
 
   void run();   // starts accepting
   void stop();  // stops accepting; open connections end with their requests
@@ -37,6 +39,7 @@ class server {
   boost::asio::ip::tcp::acceptor acceptor_;
   router& router_;
   http_limits limits_;
+  boost::asio::ssl::context* tls_;
 };
 
 }  // namespace sandgate::gateway

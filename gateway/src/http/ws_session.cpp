@@ -5,19 +5,31 @@
 #include <gateway/log.hpp>
 #include <jupyter_protocol/websocket.hpp>
 
+#include <boost/beast/websocket/ssl.hpp>
+
+#include <malloc.h>
+
+#include <algorithm>
+
 namespace sandgate::gateway {
 namespace beast = boost::beast;
+
+namespace {
+constexpr std::size_t trim_threshold_bytes = 8 * 1024 * 1024;
+}
 namespace websocket = beast::websocket;
 
-ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1,
-                       ws_limits limits)
+template <class Stream>
+ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1,
+                               ws_limits limits)
     : ws_(std::move(stream)),
       kernel_(std::move(k)),
       session_id_(std::move(session_id)),
       v1_(v1),
       limits_(limits) {}
 
-void ws_session::run(beast::http::request<beast::http::string_body> req) {
+template <class Stream>
+void ws_session<Stream>::run(beast::http::request<beast::http::string_body> req) {
   beast::get_lowest_layer(ws_).expires_never();
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.read_message_max(limits_.message_bytes);
@@ -27,10 +39,11 @@ void ws_session::run(beast::http::request<beast::http::string_body> req) {
     res.set(beast::http::field::server, "sandgate");
     if (v1) res.set(beast::http::field::sec_websocket_protocol, protocol::v1_subprotocol);
   }));
-  ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
+  ws_.async_accept(req, [self = this->shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
 }
 
-void ws_session::on_accept(beast::error_code ec) {
+template <class Stream>
+void ws_session<Stream>::on_accept(beast::error_code ec) {
   if (ec) {
     log::info("websocket_handshake_failed", {{"kernel_id", kernel_->id()}, {"error", ec.message()}});
     return;
@@ -39,16 +52,19 @@ void ws_session::on_accept(beast::error_code ec) {
   log::info("websocket_open", {{"kernel_id", kernel_->id()},
                                {"session_id", session_id_},
                                {"protocol", v1_ ? protocol::v1_subprotocol : "legacy"}});
-  kernel_->attach(shared_from_this());
+  kernel_->attach(this->shared_from_this());
   do_read();
 }
 
-void ws_session::do_read() {
-  ws_.async_read(buffer_,
-                 [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_read(ec, n); });
+template <class Stream>
+void ws_session<Stream>::do_read() {
+  ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+    self->on_read(ec, n);
+  });
 }
 
-void ws_session::on_read(beast::error_code ec, std::size_t) {
+template <class Stream>
+void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
   if (ec) {
     if (ec != websocket::error::closed && ec != boost::asio::error::operation_aborted)
       log::info("websocket_read_ended", {{"kernel_id", kernel_->id()}, {"error", ec.message()}});
@@ -65,14 +81,16 @@ void ws_session::on_read(beast::error_code ec, std::size_t) {
     close(1007, "invalid Jupyter message: " + err.message());
     return;
   }
-  kernel_->from_client(shared_from_this(), ch, std::move(msg));
+  kernel_->from_client(this->shared_from_this(), ch, std::move(msg));
   do_read();
 }
 
-void ws_session::deliver(const std::shared_ptr<outgoing>& out) {
+template <class Stream>
+void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   if (!open_ || closing_) return;
   auto frame = v1_ ? out->v1() : out->legacy();
   queued_bytes_ += frame->data.size();
+  peak_queued_bytes_ = std::max(peak_queued_bytes_, queued_bytes_);
   queue_.push_back({out, std::move(frame)});
   if (queued_bytes_ > limits_.queue_bytes) {
     log::warn("websocket_too_slow", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
@@ -82,7 +100,8 @@ void ws_session::deliver(const std::shared_ptr<outgoing>& out) {
   if (!writing_) do_write();
 }
 
-void ws_session::do_write() {
+template <class Stream>
+void ws_session<Stream>::do_write() {
   if (ended_ && !closing_) return;
   if (queue_.empty()) {
     if (closing_) do_close();
@@ -93,10 +112,11 @@ void ws_session::do_write() {
   ws_.binary(in_flight_->binary);
   ws_.async_write(
       boost::asio::buffer(in_flight_->data),
-      [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_write(ec, n); });
+      [self = this->shared_from_this()](beast::error_code ec, std::size_t n) { self->on_write(ec, n); });
 }
 
-void ws_session::on_write(beast::error_code ec, std::size_t) {
+template <class Stream>
+void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
   in_flight_.reset();
   if (ec) return end();
@@ -106,10 +126,16 @@ void ws_session::on_write(beast::error_code ec, std::size_t) {
   }
   queued_bytes_ -= queue_.front().frame->data.size();
   queue_.pop_front();
+  if (queue_.empty() && peak_queued_bytes_ > trim_threshold_bytes) {
+    // A burst of output is out: give its pages back, so RSS does not stay at the peak.
+    peak_queued_bytes_ = 0;
+    ::malloc_trim(0);
+  }
   do_write();
 }
 
-void ws_session::close(unsigned short code, std::string reason) {
+template <class Stream>
+void ws_session<Stream>::close(unsigned short code, std::string reason) {
   if (closing_ || !open_) return;
   closing_ = true;
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
@@ -117,11 +143,13 @@ void ws_session::close(unsigned short code, std::string reason) {
   if (!writing_) do_close();
 }
 
-void ws_session::do_close() {
-  ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {});
+template <class Stream>
+void ws_session<Stream>::do_close() {
+  ws_.async_close(close_reason_, [self = this->shared_from_this()](beast::error_code) {});
 }
 
-void ws_session::end() {
+template <class Stream>
+void ws_session<Stream>::end() {
   if (ended_) return;
   ended_ = true;
   std::vector<std::shared_ptr<outgoing>> unsent;
@@ -129,8 +157,11 @@ void ws_session::end() {
     unsent.push_back(std::move(q.message));
   queue_.clear();
   queued_bytes_ = 0;
-  kernel_->detach(shared_from_this(), std::move(unsent));
+  kernel_->detach(this->shared_from_this(), std::move(unsent));
   log::info("websocket_closed", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
 }
+
+template class ws_session<plain_stream>;
+template class ws_session<tls_stream>;
 
 }  // namespace sandgate::gateway

@@ -6,6 +6,7 @@
 // waits in the kernel's replay buffer.
 
 #include "../bridge/outgoing.hpp"
+#include "streams.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -24,10 +25,10 @@ struct ws_limits {
   std::size_t queue_bytes = 256 * 1024 * 1024;   // output waiting for one client
 };
 
-class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session> {
+template <class Stream>
+class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
-  ws_session(boost::beast::tcp_stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1,
-             ws_limits limits);
+  ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1, ws_limits limits);
 
   // Completes the handshake for `req` and starts relaying.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
@@ -45,7 +46,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   void do_close();
   void end();
 
-  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  boost::beast::websocket::stream<Stream> ws_;
   boost::beast::flat_buffer buffer_;
   std::shared_ptr<kernel> kernel_;
   std::string session_id_;
@@ -57,6 +58,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   };
   std::deque<queued> queue_;
   std::size_t queued_bytes_ = 0;
+  std::size_t peak_queued_bytes_ = 0;  // since the queue was last empty
   std::shared_ptr<const encoded_frame> in_flight_;
   bool open_ = false;
   bool writing_ = false;
@@ -64,5 +66,8 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   bool ended_ = false;
   boost::beast::websocket::close_reason close_reason_;
 };
+
+extern template class ws_session<plain_stream>;
+extern template class ws_session<tls_stream>;
 
 }  // namespace sandgate::gateway

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace sandgate::gateway {
 
@@ -20,6 +21,10 @@ host_sandbox::host_sandbox(std::filesystem::path run_dir, std::filesystem::path 
   std::filesystem::create_directories(run_dir_);
   std::filesystem::create_directories(workspace_);
   std::filesystem::permissions(run_dir_, std::filesystem::perms::owner_all);
+}
+
+uid_t host_sandbox::owner_uid() const {
+  return ::geteuid();
 }
 
 host_sandbox::~host_sandbox() {

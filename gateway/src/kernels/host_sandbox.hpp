@@ -22,6 +22,7 @@ class host_sandbox final : public sandbox {
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return run_dir_; }
   [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
+  [[nodiscard]] uid_t owner_uid() const override;
   void hand_over(const std::filesystem::path&) override {}
 
  private:

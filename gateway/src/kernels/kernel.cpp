@@ -73,20 +73,37 @@ zmq_channel* kernel::channel_for(channel ch) {
   return nullptr;
 }
 
+namespace {
+// The kernel's sockets in its run dir, in the order connect_channels uses.
+const std::vector<std::string>& socket_names() {
+  static const std::vector<std::string> names = {"k-1", "k-4", "k-3", "k-2"};  // shell, control, stdin, iopub
+  return names;
+}
+}  // namespace
+
 void kernel::connect_channels() {
-  if (shell_) return;
-  auto host = conn_;
-  host.ip = (box_->run_dir_host() / "k").string();
-  auto bind = [this, &host](channel ch, zmq::socket_type type) {
+  auto bind = [this](std::size_t i, channel ch, zmq::socket_type type) {
     std::weak_ptr<kernel> weak = weak_from_this();
-    return zmq_channel::connect(io_, zmq_, type, host.endpoint(ch), [weak, ch](std::vector<std::string>&& f) {
+    return zmq_channel::connect(io_, zmq_, type, pins_.endpoint(i), [weak, ch](std::vector<std::string>&& f) {
       if (auto k = weak.lock()) k->on_kernel_message(ch, std::move(f));
     });
   };
-  shell_ = bind(channel::shell, zmq::socket_type::dealer);
-  control_ = bind(channel::control, zmq::socket_type::dealer);
-  stdin_ = bind(channel::stdin_, zmq::socket_type::dealer);
-  iopub_ = bind(channel::iopub, zmq::socket_type::sub);
+  shell_ = bind(0, channel::shell, zmq::socket_type::dealer);
+  control_ = bind(1, channel::control, zmq::socket_type::dealer);
+  stdin_ = bind(2, channel::stdin_, zmq::socket_type::dealer);
+  iopub_ = bind(3, channel::iopub, zmq::socket_type::sub);
+}
+
+void kernel::wait_for_sockets() {
+  if (!start_done_) return;
+  if (pins_.pin(box_->run_dir_host(), socket_names(), box_->owner_uid())) {
+    connect_channels();
+    return send_probe();
+  }
+  probe_timer_.expires_after(std::chrono::milliseconds(10));
+  probe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->wait_for_sockets();
+  });
 }
 
 void kernel::close_channels() {
@@ -94,6 +111,7 @@ void kernel::close_channels() {
     if (*ch) (*ch)->close();
     ch->reset();
   }
+  pins_.reset();
 }
 
 void kernel::start(done_handler done) {
@@ -109,7 +127,8 @@ void kernel::launch(done_handler done) {
   try {
     protocol::write_connection_file(conn_host, conn_);
     box_->hand_over(conn_host);
-    connect_channels();
+    close_channels();
+    socket_pins::clear(box_->run_dir_host(), socket_names());
   } catch (const std::exception& e) {
     on_started(std::string("cannot prepare the kernel: ") + e.what());
     return;
@@ -136,7 +155,7 @@ void kernel::launch(done_handler done) {
       [self](const std::string& error) {
         if (!error.empty()) return self->on_started(error);
         self->process_running_ = true;
-        self->send_probe();
+        self->wait_for_sockets();
       },
       [self, gen](const exit_status& st) {
         if (gen == self->generation_) self->on_process_exit(st);

@@ -5,6 +5,7 @@
 
 #include "../bridge/outgoing.hpp"
 #include "sandbox.hpp"
+#include "socket_pins.hpp"
 #include "zmq_channel.hpp"
 
 #include <gateway/kernelspec.hpp>
@@ -89,6 +90,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void close_channels();
   void launch(done_handler done);
   void on_started(const std::string& error);
+  void wait_for_sockets();
   void send_probe();
   void on_kernel_message(protocol::channel ch, std::vector<std::string>&& frames);
   void route_reply(const std::shared_ptr<outgoing>& out);
@@ -111,6 +113,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   protocol::signer signer_;
   std::string session_ = "";  // the gateway's own session id for its messages
 
+  socket_pins pins_;
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
   std::vector<std::shared_ptr<kernel_client>> clients_;
   std::unordered_map<std::string, pending_request> pending_;

@@ -115,10 +115,11 @@ std::shared_ptr<sandbox> kernel_manager::make_sandbox(const std::string& kernel_
   return box;
 }
 
-void kernel_manager::release(const std::string& kernel_id) {
+void kernel_manager::release(const std::string& kernel_id, bool keep_log) {
   kernels_.erase(kernel_id);
   std::error_code ec;
   fs::remove(cfg_.state_dir / "policies" / (kernel_id + ".json"), ec);
+  if (!keep_log) fs::remove(cfg_.state_dir / "logs" / (kernel_id + ".log"), ec);
   if (auto it = slots_.find(kernel_id); it != slots_.end()) {
     used_slots_.erase(it->second);
     slots_.erase(it);
@@ -162,7 +163,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   log::info("kernel_starting", {{"kernel_id", k->id()}, {"kernel_name", name}, {"owner", owner}});
   k->start([this, k, done = std::move(done)](const std::string& error) {
     if (error.empty()) return done(k, std::nullopt);
-    release(k->id());
+    release(k->id(), true);  // its sandbox log tells why
     done(nullptr,
          api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});
   });

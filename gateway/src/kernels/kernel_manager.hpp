@@ -49,7 +49,8 @@ class kernel_manager {
   std::shared_ptr<sandbox> make_sandbox(const std::string& kernel_id, const kernelspec& spec);
   unsigned claim_slot();
   std::filesystem::path sandbox_policy(const std::string& kernel_id, const kernelspec& spec);
-  void release(const std::string& kernel_id);
+  // Forgets a kernel and frees its sandbox's slot and files.
+  void release(const std::string& kernel_id, bool keep_log = false);
   void watch_children();
 
   boost::asio::io_context& io_;

@@ -5,6 +5,7 @@
 // supervised sandbox (sandgate-sandbox, the default) and the host itself,
 // only for kernelspecs an operator exempted explicitly.
 
+#include <sys/types.h>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -46,6 +47,8 @@ class sandbox {
   [[nodiscard]] virtual std::filesystem::path run_dir_host() const = 0;
   [[nodiscard]] virtual std::filesystem::path run_dir_inside() const = 0;
   [[nodiscard]] virtual std::string workspace_inside() const = 0;
+  // The host uid that owns what the sandbox's processes create (their ipc sockets).
+  [[nodiscard]] virtual uid_t owner_uid() const = 0;
   // Makes a file the gateway wrote in the run dir readable by the sandbox user only.
   virtual void hand_over(const std::filesystem::path& host_path) = 0;
 };

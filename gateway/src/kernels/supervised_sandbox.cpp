@@ -6,8 +6,11 @@
 
 #include <boost/asio/write.hpp>
 
+#include <sys/mount.h>
 #include <unistd.h>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 
 namespace sandgate::gateway {
 namespace ctl = sandboxing::control;
@@ -23,6 +26,14 @@ supervised_sandbox::~supervised_sandbox() {
 void supervised_sandbox::start() {
   std::filesystem::create_directories(opts_.run_dir);
   std::filesystem::permissions(opts_.run_dir, std::filesystem::perms::owner_all);
+  // The sandbox user writes in its run dir: a small tmpfs of its own keeps
+  // that off the disk that holds the gateway's state.
+  const std::string mount_opts = "size=" + std::to_string(opts_.run_dir_bytes) + ",mode=0700";
+  if (::mount("sandgate-run", opts_.run_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              mount_opts.c_str()) == 0)
+    run_dir_mounted_ = true;
+  else
+    log::warn("run_dir_not_size_limited", {{"sandbox_id", opts_.id}, {"error", std::strerror(errno)}});
   std::filesystem::create_directories(opts_.control_path.parent_path());
   spawn_spec spec;
   spec.argv = {opts_.program.string(),
@@ -206,6 +217,8 @@ void supervised_sandbox::destroy() {
   timer_.cancel();
   socket_.close(ec);
   if (outer_pid_ > 0 && child_running(outer_pid_)) ::kill(outer_pid_, SIGTERM);
+  if (run_dir_mounted_) ::umount2(opts_.run_dir.c_str(), MNT_DETACH);
+  run_dir_mounted_ = false;
 }
 
 }  // namespace sandgate::gateway

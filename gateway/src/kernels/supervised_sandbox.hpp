@@ -27,6 +27,7 @@ struct supervisor_options {
   std::filesystem::path control_path;
   std::filesystem::path log_path;  // the supervisor's stderr
   unsigned host_id_slot = 0;
+  std::size_t run_dir_bytes = 16 * 1024 * 1024;  // tmpfs for connection file, sockets, logs
   std::chrono::seconds ready_timeout{30};
 };
 
@@ -46,6 +47,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return opts_.run_dir; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return "/run/sandgate"; }
   [[nodiscard]] std::string workspace_inside() const override { return "/workspace"; }
+  [[nodiscard]] uid_t owner_uid() const override { return host_uid_; }
   void hand_over(const std::filesystem::path& host_path) override;
 
  private:
@@ -63,6 +65,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   std::chrono::steady_clock::time_point connect_deadline_;
   pid_t outer_pid_ = -1;
   bool ready_ = false;
+  bool run_dir_mounted_ = false;
   bool destroyed_ = false;
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
