@@ -78,23 +78,9 @@ os.mkfifo("/run/sandgate/connection.json", 0o666)
         self.assertLess(time.monotonic() - t, 90, "restart hung on a FIFO")
         self.assertGatewayUp()
 
-    # FINDING: the gateway (root) follows symlinks the sandbox plants in its
-    # run dir when its ZeroMQ channels (re)connect to ipc://<run dir>/k-N.
-    # kernel::connect_channels (gateway/src/kernels/kernel.cpp) connects once
-    # by path and keeps the sockets across restarts, relying on ZeroMQ's
-    # automatic reconnect (every 100 ms). A kernel that swaps k-1..k-5 for
-    # symlinks and exits makes the gateway connect, as root, to any host unix
-    # socket it names (here a root-only 0600 socket in a root-owned dir: ~140
-    # connections in 8 s, each sent a ZMTP greeting ff 00 .. 01 7f, and then
-    # whatever the gateway queues for the kernel). A confused deputy across
-    # the sandbox boundary (docker.sock, systemd's private socket, another
-    # sandbox's control socket, whose supervisor drops its gateway connection
-    # for the newest one). Fix in gateway/src/kernels/kernel.cpp and
-    # zmq_channel.cpp: disable automatic reconnect (ZMQ_RECONNECT_IVL -1) and
-    # reconnect only after an lstat/O_PATH|O_NOFOLLOW check that k-N is a
-    # socket owned by the sandbox's host_uid, or connect through a path the
-    # sandbox cannot swap (e.g. /proc/self/fd/N of an O_PATH|O_NOFOLLOW fd).
-    @unittest.expectedFailure
+    # The gateway pins each k-N with O_PATH|O_NOFOLLOW (a socket owned by the
+    # sandbox user) and connects through /proc/self/fd/N, so ZeroMQ's
+    # reconnects never resolve a path the sandbox can swap.
     def test_socket_symlinks_not_followed_by_gateway(self):
         # The kernel swaps its ipc socket files (k-*) for symlinks to a host
         # unix socket the test listens on (root-owned, 0600), then dies. If

@@ -159,17 +159,8 @@ _report(out)
         for d in ["/", "/usr", "/usr/bin", "/usr/local/bin", "/etc", "/bin", "/lib", "/sbin", "/var", "/run"]:
             self.assertFalse(os.path.lexists(os.path.join(d, marker)), f"{d}/{marker} exists on the host")
 
-    # FINDING: the run dir (/run/sandgate inside) is a bind of
-    # <state-dir>/run/<id> on the host's disk and nothing bounds it: a kernel
-    # writes there past workspace_bytes + tmp_bytes (only file_size_bytes per
-    # file applies), and the pages are ordinary host disk, not charged to the
-    # sandbox's memory cgroup. A kernel can fill the disk holding the gateway's
-    # state dir (and with it the registry). docs/policy.md asks the gateway to
-    # keep run dirs on a small tmpfs; the fix belongs in gateway/ (where run
-    # dirs are chosen: gateway/src/kernels/kernel_manager.cpp, opts.run_dir =
-    # state_dir / "run" / id, and supervised_sandbox.cpp), e.g. a
-    # per-sandbox size-limited tmpfs for the run dir.
-    @unittest.expectedFailure
+    # The run dir is a per-sandbox tmpfs the gateway mounts (16 MiB), so
+    # the sandbox cannot fill the disk that holds the gateway's state.
     def test_run_dir_is_size_limited(self):
         limits = self.gw.policy["limits"]
         budget = limits["workspace_bytes"] + limits["tmp_bytes"]
