@@ -326,7 +326,8 @@ void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel c
   if (phase_ == phase::ended || phase_ == phase::stopping || ch == channel::hb || ch == channel::iopub)
     return;
   if (ch == channel::shell || ch == channel::control)
-    remember(msg.msg_id(), {client, client->session_id(), false});
+    remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
+                            msg.msg_type() == "execute_request" ? msg.header : std::string()});
   touch();
   send_to_kernel(ch, msg);
 }
@@ -393,6 +394,7 @@ void kernel::on_process_exit(const exit_status& st) {
       session_);
   state_ = "restarting";
   broadcast(std::make_shared<outgoing>(channel::iopub, std::move(msg)));
+  answer_lost_executes(st);
   if (auto_restarts_++ >= opts_.limits.max_restarts) {
     finish_stop();
     return;
@@ -401,6 +403,45 @@ void kernel::on_process_exit(const exit_status& st) {
   launch([self = shared_from_this()](const std::string& error) {
     if (!error.empty()) log::error("kernel_restart_failed", {{"kernel_id", self->id()}, {"error", error}});
   });
+}
+
+// Executes in flight when the kernel died will never be answered by it: each
+// gets an error reply naming the cause, and an idle status, so no client waits forever.
+void kernel::answer_lost_executes(const exit_status& st) {
+  nlohmann::json error = {
+      {"ename", "KernelDied"},
+      {"evalue", "the kernel died (" + st.describe() + ") and is being restarted"},
+      {"traceback", nlohmann::json::array({"KernelDied: the kernel died (" + st.describe() + ")"})}};
+  const std::string error_content = error.dump();
+  error["status"] = "error";
+  error["execution_count"] = nullptr;
+  const std::string reply_content = error.dump();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto& req = it->second;
+    if (req.internal || req.msg_type != "execute_request") {
+      ++it;
+      continue;
+    }
+    protocol::message request;
+    request.header = req.header;
+    if (protocol::parse_header(request.header, request.head, false)) {
+      it = pending_.erase(it);
+      continue;
+    }
+    auto shown = protocol::make_reply(request, "error", error_content);
+    const std::shared_ptr<outgoing> answers[] = {
+        std::make_shared<outgoing>(channel::iopub, std::move(shown)),
+        std::make_shared<outgoing>(channel::shell,
+                                   protocol::make_reply(request, "execute_reply", reply_content)),
+        std::make_shared<outgoing>(channel::iopub, protocol::make_status("idle", session_, &request))};
+    for (const auto& out : answers) {
+      if (auto client = req.client.lock())
+        client->deliver(out);
+      else
+        buffer_for(req.session_id, out);
+    }
+    it = pending_.erase(it);
+  }
 }
 
 void kernel::restart(done_handler done) {

@@ -78,6 +78,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
     std::weak_ptr<kernel_client> client;
     std::string session_id;
     bool internal = false;  // the gateway's own probe or nudge
+    std::string msg_type;   // of the request
+    std::string header;     // the request's header text, to parent a reply the kernel never sent
   };
   struct replay_buffer {
     std::deque<std::shared_ptr<outgoing>> messages;
@@ -99,6 +101,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void on_process_exit(const exit_status& st);
   void send_to_kernel(protocol::channel ch, const protocol::message& msg);
   void send_status(std::string_view state);
+  void answer_lost_executes(const exit_status& st);
   void stop_process(done_handler after_exit);
   void finish_stop();
   void touch();
