@@ -83,9 +83,10 @@ for (const name of kernelNames) {
       await execute(kernel, 'x = 41');
       let started;
       const running = new Promise((resolve) => (started = resolve));
-      const future = kernel.requestExecute({ code: 'import time\ntime.sleep(100)' });
+      // Interrupt once the user code runs (its output arrived), not before.
+      const future = kernel.requestExecute({ code: "import time\nprint('sleeping', flush=True)\ntime.sleep(100)" });
       future.onIOPub = (msg) => {
-        if (msg.header.msg_type === 'execute_input') started();
+        if (msg.header.msg_type === 'stream') started();
       };
       await withTimeout(running, 30000, 'the sleep to start');
       await withTimeout(kernel.interrupt(), 10000, 'interrupt');

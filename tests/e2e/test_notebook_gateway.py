@@ -81,9 +81,9 @@ class NotebookThroughGateway(unittest.TestCase):
 
             ks.execute("x = 41")
             msg_id = ks.send("shell", "execute_request", {
-                "code": "import time\ntime.sleep(100)", "silent": False, "store_history": True,
-                "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-            ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "execute_input", 30, "the sleep")
+                "code": "import time\nprint('sleeping', flush=True)\ntime.sleep(100)", "silent": False,
+                "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+            ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30, "the sleep")
             status, _ = self.nb_request("POST", f"api/kernels/{kid}/interrupt")
             self.assertEqual(status, 204)
             reply, _ = ks.finish(msg_id, timeout=20)

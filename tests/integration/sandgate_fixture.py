@@ -346,7 +346,7 @@ class KernelSocket:
     """A client of /api/kernels/{id}/channels."""
 
     def __init__(self, gw, kernel_id, session_id=None, v1=False, auth="header", token=None, timeout=30,
-                 extra_headers=None):
+                 extra_headers=None, nudge=True):
         self.gw = gw
         self.kernel_id = kernel_id
         self.v1 = v1
@@ -368,6 +368,34 @@ class KernelSocket:
             raise AssertionError(f"gateway chose subprotocol {chosen!r} that the client never offered")
         self.received = []  # every message, in order
         self.sent_ids = set()
+        if nudge:
+            self.nudge()
+
+    def nudge(self, timeout=30):
+        """WORKAROUND for a gateway bug (see the test report): sandgate reports
+        a kernel ready on the shell kernel_info_reply alone, before its iopub
+        SUB socket is connected and subscribed, so the first outputs after a
+        start can be lost (ZeroMQ slow joiner). Like jupyter_server's nudge,
+        ask kernel_info until one arrives with its iopub status. Remove when
+        the gateway waits for iopub itself."""
+        d = Deadline(timeout)
+        while True:
+            msg_id = self.send("shell", "kernel_info_request", {})
+            reply = idle = False
+            attempt = Deadline(min(2.0, max(0.1, d.remaining())))
+            while not (reply and idle) and attempt.remaining() > 0:
+                try:
+                    m = self.recv(attempt.remaining())
+                except AssertionError:
+                    break
+                if m.parent_id == msg_id and m.channel == "shell":
+                    reply = True
+                if (m.parent_id == msg_id and m.msg_type == "status"
+                        and m.content.get("execution_state") == "idle"):
+                    idle = True
+            if reply and idle:
+                return
+            d.left("a kernel_info reply with its iopub status")
 
     def close(self):
         try:

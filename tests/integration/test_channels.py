@@ -3,6 +3,7 @@ v1.kernel.websocket.jupyter.org), with ipykernel and, when built,
 sandgate-python: execute, streams, results, status, stdin, control,
 interrupt, restart, two clients on one kernel and session_id replay."""
 
+import os
 import unittest
 import uuid
 
@@ -81,10 +82,12 @@ class ChannelsBase:
     def start_sleep(self):
         self.ks.execute("x = 41")
         msg_id = self.ks.send("shell", "execute_request", {
-            "code": "import time\ntime.sleep(100)", "silent": False, "store_history": True,
-            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-        self.ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "execute_input", 30,
-                         "execute_input of the sleep")
+            "code": "import time\nprint('sleeping', flush=True)\ntime.sleep(100)", "silent": False,
+            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        # The user code runs once its output arrives (an interrupt before that
+        # can land in the kernel's own code, which ipykernel ignores).
+        self.ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30,
+                         "the output of the sleeping cell")
         return msg_id
 
     def assert_interrupted(self, msg_id):
@@ -115,6 +118,7 @@ class ChannelsBase:
         self.assertEqual(r.status, 200, r)
         self.ks.wait_for(lambda m: m.msg_type == "status" and m.content["execution_state"] == "restarting",
                          10, "status restarting")
+        self.ks.nudge()  # WORKAROUND for the iopub readiness bug: see KernelSocket.nudge
         reply, iopub = self.ks.execute("secret")
         self.assertEqual(reply.content["status"], "error")
         self.assertEqual(reply.content["ename"], "NameError")
@@ -158,7 +162,7 @@ class ChannelsBase:
         before = [m for m in a.received if m.parent_id == msg_id]
         self.assertFalse(any(m.msg_type == "execute_reply" for m in before), "the cell ended too soon")
 
-        b = self.connect(self.kid, v1=self.v1, session_id=session)
+        b = self.connect(self.kid, v1=self.v1, session_id=session, nudge=False)
         reply, iopub = b.finish(msg_id, timeout=30)
         after = [m for m in b.received if m.parent_id == msg_id]
         self.assertEqual(reply.content["status"], "ok")
@@ -185,7 +189,7 @@ class ChannelsBase:
                    and len([x for x in a.received if x.msg_type == "stream"]) >= 20, 60, "a burst of output")
         a.close_cleanly()
         before = [m for m in a.received if m.parent_id == msg_id]
-        b = self.connect(self.kid, v1=self.v1, session_id=session)
+        b = self.connect(self.kid, v1=self.v1, session_id=session, nudge=False)
         reply, _ = b.finish(msg_id, timeout=90)
         after = [m for m in b.received if m.parent_id == msg_id]
         ids = [m.header["msg_id"] for m in before + after]
@@ -204,14 +208,34 @@ class ChannelsBase:
         a.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "execute_input", 30, "execute_input")
         a.close_cleanly()
         # Another client watches the cell end; then A's session comes back.
-        watcher = self.connect(self.kid, v1=not self.v1)
+        watcher = self.connect(self.kid, v1=not self.v1, nudge=False)
         watcher.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "status"
                          and m.content["execution_state"] == "idle", 30, "the cell to end")
-        b = self.connect(self.kid, v1=self.v1, session_id=session)
+        b = self.connect(self.kid, v1=self.v1, session_id=session, nudge=False)
         reply, iopub = b.finish(msg_id, timeout=30)
         self.assertEqual(reply.content["status"], "ok")
         self.assertEqual(stream_text(iopub), "done while away\n")
         self.assertEqual(result_text(iopub), "'result'")
+
+    # KNOWN BUG (gateway/src/kernels/kernel.cpp, send_probe/on_started): a
+    # kernel is declared ready on the shell kernel_info_reply alone, before the
+    # gateway's iopub SUB is connected and subscribed; the iopub messages of
+    # the first execute on a fresh kernel are then lost about one time in six.
+    # The fixture works around it with a nudge; this test shows the bug. It is
+    # probabilistic, so it runs only on request.
+    @unittest.skipUnless(os.environ.get("SANDGATE_TEST_KNOWN_BUGS"), "known gateway bug; set "
+                         "SANDGATE_TEST_KNOWN_BUGS=1 to run (iopub not awaited before ready)")
+    def test_first_execute_on_fresh_kernels_gets_its_iopub(self):
+        for _ in range(12):
+            kid = self.gw.start_kernel(self.kernel)
+            try:
+                ks = self.gw.connect(kid, v1=self.v1, nudge=False)
+                reply, iopub = ks.execute("1 + 1")
+                ks.close()
+                self.assertEqual([m.msg_type for m in iopub][-1], "status", iopub)
+                self.assertEqual(result_text(iopub), "2")
+            finally:
+                self.gw.delete_kernel(kid)
 
     def test_other_session_gets_no_replay(self):
         a = self.connect(self.kid, v1=self.v1, session_id=uuid.uuid4().hex)
