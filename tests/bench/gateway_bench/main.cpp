@@ -22,6 +22,7 @@ constexpr const char* usage =
     "                     [--protocol v1|legacy] [--pid SERVER_PID] [options]\n"
     "options: --starts N --warmup N --executes N --stream-mib N --png-repeats N\n"
     "         --concurrency N[,N...] (0: none) --concurrent-executes N --settle-s S\n"
+    "         --execute-timeout-s S (a lost reply or idle status fails the measurement after S)\n"
     "The gateway's token comes from the environment (GATEWAY_BENCH_TOKEN), not the command line.\n";
 
 std::vector<int> parse_list(const std::string& s) {
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
         plan.concurrency = parse_list(value);
       else if (arg == "--concurrent-executes")
         plan.concurrent_executes = std::stoi(value);
+      else if (arg == "--execute-timeout-s")
+        plan.execute_timeout_s = std::stoi(value);
       else if (arg == "--settle-s")
         plan.settle_s = std::stoi(value);
       else

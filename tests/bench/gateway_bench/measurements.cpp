@@ -14,7 +14,6 @@
 namespace sandgate::bench {
 namespace {
 
-constexpr auto execute_timeout = std::chrono::seconds(60);
 constexpr auto stream_timeout = std::chrono::seconds(600);
 
 struct server_clock {
@@ -74,13 +73,13 @@ nlohmann::json measure_starts(target& t, const plan& p, std::unique_ptr<kernel_s
 nlohmann::json measure_executes(target& t, kernel_session& k, const plan& p) {
   auto& c = k.connection();
   for (int i = 0; i < p.warmup; ++i)
-    (void)execute(c, "1", execute_timeout);
+    (void)execute(c, "1", std::chrono::seconds(p.execute_timeout_s));
   std::vector<double> ms;
   ms.reserve(static_cast<std::size_t>(p.executes));
   const server_clock server{t.server_pid()};
   const auto started = bench_clock::now();
   for (int i = 0; i < p.executes; ++i)
-    ms.push_back(execute(c, "1", execute_timeout).done_ms);
+    ms.push_back(execute(c, "1", std::chrono::seconds(p.execute_timeout_s)).done_ms);
   const double wall_s = ms_between(started, bench_clock::now()) / 1000.0;
   nlohmann::json out = {{"n", p.executes},
                         {"p50_ms", percentile(ms, 50)},
@@ -97,11 +96,12 @@ nlohmann::json measure_png(kernel_session& k, const plan& p) {
                 "import base64, os\n"
                 "_png = base64.b64encode(b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom((1 << 20) - 8)).decode()\n"
                 "from IPython.display import display as _display\n",
-                execute_timeout);
+                std::chrono::seconds(p.execute_timeout_s));
   std::vector<double> display_ms, done_ms;
   std::size_t bytes = 0;
   for (int i = 0; i < p.png_repeats; ++i) {
-    const auto r = execute(c, "_display({'image/png': _png}, raw=True)", execute_timeout);
+    const auto r =
+        execute(c, "_display({'image/png': _png}, raw=True)", std::chrono::seconds(p.execute_timeout_s));
     if (r.first_display_ms < 0) throw bench_error("no display_data for the PNG");
     display_ms.push_back(r.first_display_ms);
     done_ms.push_back(r.done_ms);
@@ -157,7 +157,8 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
 
   in_parallel(n, [&](int i) {
     for (int j = 0; j < 20; ++j)
-      (void)execute(kernels[static_cast<std::size_t>(i)]->connection(), "1", execute_timeout);
+      (void)execute(kernels[static_cast<std::size_t>(i)]->connection(), "1",
+                    std::chrono::seconds(p.execute_timeout_s));
   });
   std::vector<std::vector<double>> per_kernel(static_cast<std::size_t>(n));
   const server_clock server{t.server_pid()};
@@ -166,7 +167,7 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
     auto& mine = per_kernel[static_cast<std::size_t>(i)];
     auto& c = kernels[static_cast<std::size_t>(i)]->connection();
     for (int j = 0; j < p.concurrent_executes; ++j)
-      mine.push_back(execute(c, "1", execute_timeout).done_ms);
+      mine.push_back(execute(c, "1", std::chrono::seconds(p.execute_timeout_s)).done_ms);
   });
   const double exec_wall_s = ms_between(exec_started, bench_clock::now()) / 1000.0;
   std::vector<double> ms;

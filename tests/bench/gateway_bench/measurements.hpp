@@ -18,6 +18,7 @@ struct plan {
   std::vector<int> concurrency = {8, 32};
   int concurrent_executes = 200;  // per kernel
   int settle_s = 3;               // wait before the after-stream RSS
+  int execute_timeout_s = 60;     // longest wait for one execute's reply and idle
 };
 
 // Starts `p.starts` kernels one after another; keeps the last one.
