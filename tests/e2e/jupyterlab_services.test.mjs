@@ -84,7 +84,10 @@ for (const name of kernelNames) {
       let started;
       const running = new Promise((resolve) => (started = resolve));
       // Interrupt once the user code runs (its output arrived), not before.
-      const future = kernel.requestExecute({ code: "import time\nprint('sleeping', flush=True)\ntime.sleep(100)" });
+      const future = kernel.requestExecute({
+        code: "import time\nprint('sleeping', flush=True)\ntime.sleep(100)",
+        stop_on_error: false, // ipykernel would abort the next request after the interrupt
+      });
       future.onIOPub = (msg) => {
         if (msg.header.msg_type === 'stream') started();
       };

@@ -61,7 +61,7 @@ class NotebookThroughGateway(unittest.TestCase):
         self.assertEqual(status, 200, specs)
         mine = self.gw.request("GET", "api/kernelspecs").json()
         self.assertEqual(set(specs["kernelspecs"]), set(mine["kernelspecs"]))
-        self.assertEqual(specs["default"], mine["default"])
+        self.assertIn(specs["default"], mine["kernelspecs"])  # Notebook keeps its own default name
 
     def run_session(self, kernel_name):
         path = f"e2e-{kernel_name}-{uuid.uuid4().hex[:6]}.ipynb"
@@ -82,7 +82,7 @@ class NotebookThroughGateway(unittest.TestCase):
             ks.execute("x = 41")
             msg_id = ks.send("shell", "execute_request", {
                 "code": "import time\nprint('sleeping', flush=True)\ntime.sleep(100)", "silent": False,
-                "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+                "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": False})
             ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30, "the sleep")
             status, _ = self.nb_request("POST", f"api/kernels/{kid}/interrupt")
             self.assertEqual(status, 204)

@@ -83,7 +83,8 @@ class ChannelsBase:
         self.ks.execute("x = 41")
         msg_id = self.ks.send("shell", "execute_request", {
             "code": "import time\nprint('sleeping', flush=True)\ntime.sleep(100)", "silent": False,
-            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": False})
+        # (stop_on_error False: ipykernel would abort the next request after the interrupt.)
         # The user code runs once its output arrives (an interrupt before that
         # can land in the kernel's own code, which ipykernel ignores).
         self.ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30,
