@@ -274,10 +274,7 @@ TEST(config, config_error_names_the_option) {
   }
 }
 
-// KNOWN BUG (gateway/src/util/config.cpp, the "log-level" entry of options()
-// and main.cpp's parse_level): an unknown log level is accepted and silently
-// becomes "info" instead of giving a config_error. Enable when fixed.
-TEST(config, DISABLED_unknown_log_level_gives_config_error) {
+TEST(config, unknown_log_level_gives_config_error) {
   EXPECT_THROW((void)parse({"--log-level", "verbose"}), config_error);
 }
 

@@ -46,12 +46,8 @@ class ChannelsBase:
         self.assertEqual(len(errors), 1)
         self.assertEqual(errors[0].content["ename"], "ZeroDivisionError")
 
-    # KNOWN BUG (gateway/src/kernels/kernel.cpp, connect_channels): the shell
-    # and stdin DEALER sockets get different ZeroMQ routing ids, so the
-    # kernel's input_request (sent on stdin to the identity of the shell
-    # request, as jupyter_client arranges by giving both sockets
-    # session.bsession as identity) never reaches the gateway.
-    @unittest.expectedFailure
+    # The kernel sends input_request to the shell request's identity: the
+    # gateway's shell and stdin sockets share one routing id.
     def test_stdin_input_request_and_reply(self):
         msg_id = self.ks.send("shell", "execute_request", {
             "code": "name = input('who? ')\nprint('hi', name)", "silent": False, "store_history": False,
@@ -218,14 +214,8 @@ class ChannelsBase:
         self.assertEqual(stream_text(iopub), "done while away\n")
         self.assertEqual(result_text(iopub), "'result'")
 
-    # KNOWN BUG (gateway/src/kernels/kernel.cpp, send_probe/on_started): a
-    # kernel is declared ready on the shell kernel_info_reply alone, before the
-    # gateway's iopub SUB is connected and subscribed; the iopub messages of
-    # the first execute on a fresh kernel are then lost about one time in six.
-    # The fixture works around it with a nudge; this test shows the bug. It is
-    # probabilistic, so it runs only on request.
-    @unittest.skipUnless(os.environ.get("SANDGATE_TEST_KNOWN_BUGS"), "known gateway bug; set "
-                         "SANDGATE_TEST_KNOWN_BUGS=1 to run (iopub not awaited before ready)")
+    # The gateway declares a kernel ready only once its iopub subscription
+    # carries messages, so the first execute's output is never lost.
     def test_first_execute_on_fresh_kernels_gets_its_iopub(self):
         for _ in range(12):
             kid = self.gw.start_kernel(self.kernel)

@@ -5,8 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace sandgate::gateway {
@@ -33,6 +34,13 @@ std::optional<json> body_object(const std::string& body, std::string& error) {
   return j;
 }
 
+// [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
+bool is_identifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
 std::optional<std::map<std::string, std::string>> parse_env(const json& body, std::string& error) {
   std::map<std::string, std::string> env;
   if (!body.contains("env") || body["env"].is_null()) return env;
@@ -41,10 +49,8 @@ std::optional<std::map<std::string, std::string>> parse_env(const json& body, st
     error = "\"env\" must be an object of at most 256 string values";
     return std::nullopt;
   }
-  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
   for (const auto& [k, v] : e.items()) {
-    if (!std::regex_match(k, name_re) || !v.is_string() ||
-        v.get_ref<const std::string&>().size() > max_env_value_bytes) {
+    if (!is_identifier(k) || !v.is_string() || v.get_ref<const std::string&>().size() > max_env_value_bytes) {
       error = "\"env\": bad entry \"" + k + "\" (names are identifiers, values strings)";
       return std::nullopt;
     }

@@ -82,11 +82,18 @@ const std::vector<std::string>& socket_names() {
 }  // namespace
 
 void kernel::connect_channels() {
-  auto bind = [this](std::size_t i, channel ch, zmq::socket_type type) {
+  // shell and stdin share one routing id: a kernel sends input_request to
+  // the identity of the shell request's sender, as jupyter_client arranges.
+  const std::string identity = session_;
+  auto bind = [this, &identity](std::size_t i, channel ch, zmq::socket_type type) {
     std::weak_ptr<kernel> weak = weak_from_this();
-    return zmq_channel::connect(io_, zmq_, type, pins_.endpoint(i), [weak, ch](std::vector<std::string>&& f) {
-      if (auto k = weak.lock()) k->on_kernel_message(ch, std::move(f));
-    });
+    const bool shared_id = ch == channel::shell || ch == channel::stdin_;
+    return zmq_channel::connect(
+        io_, zmq_, type, pins_.endpoint(i),
+        [weak, ch](std::vector<std::string>&& f) {
+          if (auto k = weak.lock()) k->on_kernel_message(ch, std::move(f));
+        },
+        shared_id ? identity : std::string());
   };
   shell_ = bind(0, channel::shell, zmq::socket_type::dealer);
   control_ = bind(1, channel::control, zmq::socket_type::dealer);
@@ -128,6 +135,7 @@ void kernel::launch(done_handler done) {
     protocol::write_connection_file(conn_host, conn_);
     box_->hand_over(conn_host);
     close_channels();
+    probe_answered_ = iopub_seen_ = false;
     socket_pins::clear(box_->run_dir_host(), socket_names());
   } catch (const std::exception& e) {
     on_started(std::string("cannot prepare the kernel: ") + e.what());
@@ -192,6 +200,10 @@ void kernel::on_started(const std::string& error) {
   if (error.empty()) {
     phase_ = phase::running;
     state_ = "idle";
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto& h : held)
+      if (auto c = h.client.lock()) from_client(c, h.ch, std::move(h.msg));
     log::info("kernel_ready", {{"kernel_id", id()}, {"kernel_name", name()}});
   } else {
     log::warn("kernel_start_failed", {{"kernel_id", id()}, {"error", error}});
@@ -236,6 +248,11 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
       state_ = content["execution_state"].get<std::string>();
   }
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
+  if (ch == channel::iopub && start_done_) {
+    // Ready needs iopub too: until the subscription carries messages, output would be lost.
+    iopub_seen_ = true;
+    if (probe_answered_) on_started({});
+  }
   if (ch == channel::iopub)
     broadcast(out);
   else
@@ -250,7 +267,10 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
     return;
   }
   if (it->second.internal) {
-    if (m.msg_type() == "kernel_info_reply" && start_done_) on_started({});
+    if (m.msg_type() == "kernel_info_reply" && start_done_) {
+      probe_answered_ = true;
+      if (iopub_seen_) on_started({});
+    }
   } else if (auto client = it->second.client.lock()) {
     client->deliver(out);
   } else {
@@ -482,6 +502,7 @@ void kernel::finish_stop() {
     c->close(1001, "kernel shut down");
   close_channels();
   replay_.clear();
+  held_.clear();
   pending_.clear();
   pending_order_.clear();
   box_->destroy();

@@ -116,7 +116,17 @@ class kernel : public std::enable_shared_from_this<kernel> {
   protocol::signer signer_;
   std::string session_ = "";  // the gateway's own session id for its messages
 
+  struct held_message {
+    std::weak_ptr<kernel_client> client;
+    protocol::channel ch;
+    protocol::message msg;
+  };
+  static constexpr std::size_t max_held_messages = 1000;
+
   socket_pins pins_;
+  std::vector<held_message> held_;  // from clients while the kernel (re)starts
+  bool probe_answered_ = false;
+  bool iopub_seen_ = false;
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
   std::vector<std::shared_ptr<kernel_client>> clients_;
   std::unordered_map<std::string, pending_request> pending_;

@@ -11,10 +11,11 @@ constexpr int max_messages_per_wakeup = 256;  // fairness between kernels
 
 std::shared_ptr<zmq_channel> zmq_channel::connect(boost::asio::io_context& io, zmq::context_t& ctx,
                                                   zmq::socket_type type, const std::string& endpoint,
-                                                  handler on_message) {
+                                                  handler on_message, const std::string& routing_id) {
   auto ch = std::make_shared<zmq_channel>(io, ctx, type, std::move(on_message));
   if (type == zmq::socket_type::sub) ch->socket_.set(zmq::sockopt::subscribe, "");
   ch->socket_.set(zmq::sockopt::linger, 0);
+  if (!routing_id.empty()) ch->socket_.set(zmq::sockopt::routing_id, routing_id);
   ch->socket_.set(zmq::sockopt::sndhwm, 10000);
   ch->socket_.set(zmq::sockopt::rcvhwm, 0);  // backpressure lives in the client queues
   ch->socket_.connect(endpoint);
@@ -49,10 +50,7 @@ bool zmq_channel::send(const frames& f) {
     auto sent = socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags);
     if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
   }
-  // ZMQ_FD is edge-triggered: a send can consume the readiness edge.
-  boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
-    if (auto s = self.lock()) s->drain();
-  });
+  post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
   return true;
 }
 
@@ -70,31 +68,37 @@ void zmq_channel::start_wait() {
 }
 
 void zmq_channel::drain() {
-  if (closed_) return;
+  drain_posted_ = false;
   int handled = 0;
-  while (!closed_ && (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) {
-    if (handled++ == max_messages_per_wakeup) {
-      boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
-        if (auto s = self.lock()) s->drain();
-      });
-      return;
-    }
-    frames f;
-    zmq::message_t part;
-    bool more = true;
-    while (more) {
-      if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;
+  for (;;) {
+    while (!closed_) {
+      if (handled++ == max_messages_per_wakeup) return post_drain();
+      frames f;
+      zmq::message_t part;
+      if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;  // empty for now
       f.emplace_back(static_cast<const char*>(part.data()), part.size());
-      more = part.more();
+      while (part.more() && socket_.recv(part, zmq::recv_flags::dontwait))
+        f.emplace_back(static_cast<const char*>(part.data()), part.size());
+      try {
+        on_message_(std::move(f));
+      } catch (const std::exception& e) {
+        log::error("zmq_message_handler_failed", {{"error", e.what()}});
+      }
     }
-    if (f.empty()) break;
-    try {
-      on_message_(std::move(f));
-    } catch (const std::exception& e) {
-      log::error("zmq_message_handler_failed", {{"error", e.what()}});
-    }
+    if (closed_) return;
+    // ZMQ_FD is edge-triggered: read ZMQ_EVENTS once before waiting, which
+    // also settles the edge; anything that arrived meanwhile is read now.
+    if (!(socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
   }
   start_wait();
+}
+
+void zmq_channel::post_drain() {
+  if (drain_posted_) return;
+  drain_posted_ = true;
+  boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
+    if (auto s = self.lock()) s->drain();
+  });
 }
 
 }  // namespace sandgate::gateway

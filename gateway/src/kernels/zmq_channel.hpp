@@ -22,7 +22,7 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   // Connects a socket of `type` to `endpoint`; `on_message` runs on the io_context.
   static std::shared_ptr<zmq_channel> connect(boost::asio::io_context& io, zmq::context_t& ctx,
                                               zmq::socket_type type, const std::string& endpoint,
-                                              handler on_message);
+                                              handler on_message, const std::string& routing_id = {});
   zmq_channel(boost::asio::io_context& io, zmq::context_t& ctx, zmq::socket_type type, handler on_message);
   ~zmq_channel();
   zmq_channel(const zmq_channel&) = delete;
@@ -37,12 +37,14 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
  private:
   void start_wait();
   void drain();
+  void post_drain();  // at most one drain queued at a time
 
   zmq::socket_t socket_;
   boost::asio::posix::stream_descriptor fd_;
   handler on_message_;
   bool closed_ = false;
   bool waiting_ = false;
+  bool drain_posted_ = false;
 };
 
 }  // namespace sandgate::gateway

@@ -202,6 +202,8 @@ std::optional<config> parse_config(int argc, char** argv, const std::map<std::st
   if (c.base_url.back() != '/') c.base_url.push_back('/');
   if (c.certfile.empty() != c.keyfile.empty()) throw config_error("--certfile and --keyfile go together");
   if (c.max_kernels == 0) throw config_error("--max-kernels must be at least 1");
+  if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
+    throw config_error("--log-level must be debug, info, warn or error, not \"" + c.log_level + "\"");
   return c;
 }
 
