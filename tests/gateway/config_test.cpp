@@ -125,8 +125,8 @@ TEST(config, config_file_named_by_environment_and_overridden_by_command_line) {
 }
 
 TEST(config, equals_form_and_lists) {
-  const config c = parse_ok({"--port=0", "--kernel-path=/a,/b", "--unsandboxed-kernels", "python3,python",
-                             "--auth-token=s3cret"});
+  const config c = parse_ok(
+      {"--port=0", "--kernel-path=/a,/b", "--unsandboxed-kernels", "python3,python", "--auth-token=s3cret"});
   EXPECT_EQ(c.port, 0);
   ASSERT_EQ(c.kernel_paths.size(), 2u);
   EXPECT_EQ(c.kernel_paths[0], fs::path("/a"));
@@ -194,9 +194,8 @@ TEST(config, every_option_in_help_is_accepted) {
     if (name == "certfile") args = {"--certfile", "c.pem", "--keyfile", "k.pem"};
     if (name == "keyfile") args = {"--keyfile", "k.pem", "--certfile", "c.pem"};
     EXPECT_NO_THROW((void)parse(args));
-    EXPECT_NO_THROW((void)parse({}, {{env_name_of(name), value},
-                                     {"SANDGATE_CERTFILE", "c.pem"},
-                                     {"SANDGATE_KEYFILE", "k.pem"}}));
+    EXPECT_NO_THROW((void)parse(
+        {}, {{env_name_of(name), value}, {"SANDGATE_CERTFILE", "c.pem"}, {"SANDGATE_KEYFILE", "k.pem"}}));
   }
   EXPECT_EQ(seen, std::set<std::string>(all_options.begin(), all_options.end()));
 }

@@ -69,11 +69,9 @@ TEST_F(log_test, min_level_filters) {
 }
 
 TEST_F(log_test, hostile_field_text_stays_on_one_valid_line) {
-  const std::string nasty = "quote\" backslash\\ newline\n cr\r tab\t nul" + std::string(1, '\0') +
-                            " bad utf8 \xff\xfe end";
-  const auto lines = stderr_lines([&] {
-    log::warn("auth_failed", {{"target", nasty}, {"why", "missing"}});
-  });
+  const std::string nasty =
+      "quote\" backslash\\ newline\n cr\r tab\t nul" + std::string(1, '\0') + " bad utf8 \xff\xfe end";
+  const auto lines = stderr_lines([&] { log::warn("auth_failed", {{"target", nasty}, {"why", "missing"}}); });
   ASSERT_EQ(lines.size(), 1u);
   const auto j = json::parse(lines[0]);
   const auto target = j["target"].get<std::string>();
