@@ -26,9 +26,11 @@ function withTimeout(promise, ms, what) {
 }
 
 // Runs code; returns the reply and the iopub messages of the request.
+// stop_on_error is off: after an error ipykernel aborts whatever reaches it
+// before its abort window closes, which would race the next cell.
 async function execute(kernel, code, ms = 60000) {
   const iopub = [];
-  const future = kernel.requestExecute({ code, stop_on_error: true });
+  const future = kernel.requestExecute({ code, stop_on_error: false });
   future.onIOPub = (msg) => iopub.push(msg);
   const reply = await withTimeout(future.done, ms, `the reply to ${JSON.stringify(code)}`);
   return { reply, iopub };

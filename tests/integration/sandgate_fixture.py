@@ -346,7 +346,7 @@ class KernelSocket:
     """A client of /api/kernels/{id}/channels."""
 
     def __init__(self, gw, kernel_id, session_id=None, v1=False, auth="header", token=None, timeout=30,
-                 extra_headers=None, nudge=True):
+                 extra_headers=None, nudge=False):
         self.gw = gw
         self.kernel_id = kernel_id
         self.v1 = v1
@@ -372,12 +372,8 @@ class KernelSocket:
             self.nudge()
 
     def nudge(self, timeout=30):
-        """WORKAROUND for a gateway bug (see the test report): sandgate reports
-        a kernel ready on the shell kernel_info_reply alone, before its iopub
-        SUB socket is connected and subscribed, so the first outputs after a
-        start can be lost (ZeroMQ slow joiner). Like jupyter_server's nudge,
-        ask kernel_info until one arrives with its iopub status. Remove when
-        the gateway waits for iopub itself."""
+        """What jupyter_server does after it connects to a kernel: ask
+        kernel_info until a reply arrives together with its iopub status."""
         d = Deadline(timeout)
         while True:
             msg_id = self.send("shell", "kernel_info_request", {})
@@ -515,11 +511,14 @@ class KernelSocket:
             except Closed as c:
                 return c, seen
 
-    def execute(self, code, timeout=60, stdin=False, user_expressions=None):
-        """Runs code; returns (execute_reply, iopub messages of this request up to idle)."""
+    def execute(self, code, timeout=60, stdin=False, user_expressions=None, stop_on_error=False):
+        """Runs code; returns (execute_reply, iopub messages of this request up to idle).
+        stop_on_error is off by default: after an error ipykernel aborts every
+        request that reaches it before its abort window closes, so a test
+        that runs a failing cell and then another would race it."""
         msg_id = self.send("shell", "execute_request", {
             "code": code, "silent": False, "store_history": True, "user_expressions": user_expressions or {},
-            "allow_stdin": stdin, "stop_on_error": True})
+            "allow_stdin": stdin, "stop_on_error": stop_on_error})
         return self.finish(msg_id, timeout)
 
     def finish(self, msg_id, timeout=60):
