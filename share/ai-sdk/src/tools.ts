@@ -1,0 +1,211 @@
+// The AI SDK tools: runPython (a persistent kernel per conversation) and
+// runShell (commands in the same sandbox). Built with tool(), inputSchema,
+// execute and toModelOutput only.
+import { tool, type JSONValue } from 'ai';
+import { z } from 'zod';
+import { Sandgate, type SandgateOptions } from './sandgate.js';
+import { stripAnsi, trimHead, trimMiddle } from './text.js';
+import type { ExecuteResult, OutputBundle } from './types.js';
+
+export interface SandgateToolsOptions extends SandgateOptions {
+  /** The conversation: every call with the same id shares one kernel and one sandbox. */
+  sessionId: string;
+  /** Characters of stdout, stderr and result each that reach the model (default 10000). */
+  maxOutputChars?: number;
+  /** Characters of a traceback that reach the model, from its end (default 4000). */
+  maxTracebackChars?: number;
+  /** Timeout of runPython when the model gives none, in seconds (default 120). */
+  defaultTimeoutS?: number;
+  /** Timeout of runShell when the model gives none, in seconds (default 60). */
+  defaultShellTimeoutS?: number;
+  /** Largest timeout the model may ask for, in seconds (default 600). */
+  maxTimeoutS?: number;
+  /** Hand PNG displays to the model as file parts (for multimodal models). Off by default. */
+  imagesToModel?: boolean;
+  /** At most this many PNGs per call reach the model when imagesToModel is on (default 4). */
+  maxImagesToModel?: number;
+  /** Streams output as it arrives (e.g. into a UI data stream); makes runPython use the WebSocket. */
+  onOutput?: (event: OutputEvent) => void;
+  /** A Sandgate to share (its store, displays and client) instead of one built from these options. */
+  sandgate?: Sandgate;
+}
+
+export type OutputEvent =
+  | { sessionId: string; toolCallId: string; type: 'stdout' | 'stderr'; text: string }
+  | { sessionId: string; toolCallId: string; type: 'display'; mimeTypes: string[] };
+
+/** A display kept out of the model's context; the UI fetches it with getDisplay(id). */
+export interface DisplayRef {
+  id: string;
+  mimeTypes: string[];
+  /** Its text/plain form, when it has one (trimmed). */
+  text?: string;
+}
+
+export interface RunPythonOutput {
+  stdout: string;
+  stderr: string;
+  /** text/plain of the value of the last expression. */
+  result: string | null;
+  error: { name: string; value: string; traceback: string } | null;
+  displays: DisplayRef[];
+  /** Some output was cut to fit the model's context (a marker shows where). */
+  truncated: boolean;
+  timedOut: boolean;
+  /** Set when the conversation's kernel or sandbox had to be created again. */
+  note?: string;
+}
+
+export interface RunShellOutput {
+  stdout: string;
+  stderr: string;
+  /** null when a signal ended the command. */
+  exitCode: number | null;
+  timedOut: boolean;
+  truncated: boolean;
+  note?: string;
+}
+
+const TEXT_TYPES = new Set(['text/plain']);
+
+function toBase64(data: unknown): string | undefined {
+  if (typeof data === 'string') return data.replace(/\s+/g, '');
+  return undefined;
+}
+
+export function createSandgateTools(options: SandgateToolsOptions) {
+  const sandgate = options.sandgate ?? new Sandgate(options);
+  const { sessionId } = options;
+  const maxChars = options.maxOutputChars ?? 10_000;
+  const maxTraceback = options.maxTracebackChars ?? 4_000;
+  const maxTimeoutS = options.maxTimeoutS ?? 600;
+  const defaultTimeoutS = Math.min(options.defaultTimeoutS ?? 120, maxTimeoutS);
+  const defaultShellTimeoutS = Math.min(options.defaultShellTimeoutS ?? 60, maxTimeoutS);
+  const maxImages = options.maxImagesToModel ?? 4;
+
+  async function keepDisplay(bundle: OutputBundle): Promise<DisplayRef> {
+    const id = globalThis.crypto.randomUUID();
+    await sandgate.displays.put(id, { data: bundle.data, metadata: bundle.metadata, sessionId });
+    const ref: DisplayRef = { id, mimeTypes: Object.keys(bundle.data) };
+    const text = bundle.data['text/plain'];
+    if (typeof text === 'string') ref.text = trimMiddle(text, 1000).text;
+    return ref;
+  }
+
+  async function shape(r: ExecuteResult, timeoutS: number, note: string | undefined): Promise<RunPythonOutput> {
+    let truncated = !!r.truncated;
+    const cut = (text: string) => {
+      const t = trimMiddle(stripAnsi(text), maxChars);
+      truncated ||= t.trimmed;
+      return t.text;
+    };
+    const displays: DisplayRef[] = [];
+    for (const bundle of r.outputs) {
+      // A result that is only text is `result`; one with HTML or an image is a display as well.
+      if (bundle.output_type === 'execute_result' && Object.keys(bundle.data).every((m) => TEXT_TYPES.has(m))) continue;
+      displays.push(await keepDisplay(bundle));
+    }
+    let error: RunPythonOutput['error'] = null;
+    if (r.timed_out) {
+      error = {
+        name: 'TimeoutError',
+        value: r.kernel_restarted
+          ? `The code ran over ${timeoutS} s and did not stop when interrupted, so the kernel was restarted: all variables are lost.`
+          : `The code ran over ${timeoutS} s and was interrupted; variables defined before are kept.`,
+        traceback: '',
+      };
+    } else if (r.error) {
+      const tb = trimHead(stripAnsi(r.error.traceback.join('\n')), maxTraceback);
+      truncated ||= tb.trimmed;
+      error = { name: r.error.ename, value: cut(r.error.evalue), traceback: tb.text };
+    }
+    const out: RunPythonOutput = {
+      stdout: cut(r.stdout),
+      stderr: cut(r.stderr),
+      result: r.result === null ? null : cut(r.result),
+      error,
+      displays,
+      truncated,
+      timedOut: r.timed_out,
+    };
+    if (note) out.note = note;
+    return out;
+  }
+
+  const runPython = tool({
+    description:
+      'Run Python code in a persistent, sandboxed Jupyter kernel. Variables, imports and files persist ' +
+      'between calls in this conversation. The value of the last expression comes back as `result`, ' +
+      'printed text as `stdout`. Charts (matplotlib) and HTML are shown to the user and listed in ' +
+      '`displays`, not returned to you. Files are under /workspace; the network may be off.',
+    inputSchema: z.object({
+      code: z.string().describe('Python code to run'),
+      timeoutS: z
+        .number()
+        .positive()
+        .max(maxTimeoutS)
+        .optional()
+        .describe(`Seconds before the code is interrupted (default ${defaultTimeoutS}); variables survive an interrupt`),
+    }),
+    execute: async ({ code, timeoutS }, { abortSignal, toolCallId }): Promise<RunPythonOutput> => {
+      const t = Math.min(timeoutS ?? defaultTimeoutS, maxTimeoutS);
+      const emit = options.onOutput;
+      const { value, note } = await sandgate.runCode(sessionId, code, {
+        timeoutS: t,
+        signal: abortSignal,
+        ...(emit
+          ? {
+              onStdout: (text: string) => emit({ sessionId, toolCallId, type: 'stdout', text }),
+              onStderr: (text: string) => emit({ sessionId, toolCallId, type: 'stderr', text }),
+              onDisplay: (b: OutputBundle) => emit({ sessionId, toolCallId, type: 'display', mimeTypes: Object.keys(b.data) }),
+            }
+          : {}),
+      });
+      return shape(value, t, note);
+    },
+    toModelOutput: async ({ output }) => {
+      if (!options.imagesToModel) return { type: 'json', value: output as unknown as JSONValue };
+      const parts: Array<{ type: 'text'; text: string } | { type: 'file-data'; data: string; mediaType: string }> = [
+        { type: 'text', text: JSON.stringify(output) },
+      ];
+      for (const d of output.displays.filter((d) => d.mimeTypes.includes('image/png')).slice(0, maxImages)) {
+        const stored = await sandgate.displays.get(d.id);
+        const data = toBase64(stored?.data['image/png']);
+        if (data) parts.push({ type: 'file-data', data, mediaType: 'image/png' });
+      }
+      return { type: 'content', value: parts };
+    },
+  });
+
+  const runShell = tool({
+    description:
+      'Run a shell command (bash) in the same sandbox as runPython, with /workspace as the working ' +
+      'directory. Returns stdout, stderr and the exit code.',
+    inputSchema: z.object({
+      command: z.string().describe('The command line, run with bash -lc'),
+      timeoutS: z
+        .number()
+        .positive()
+        .max(maxTimeoutS)
+        .optional()
+        .describe(`Seconds before the command is killed (default ${defaultShellTimeoutS})`),
+    }),
+    execute: async ({ command, timeoutS }, { abortSignal }): Promise<RunShellOutput> => {
+      const t = Math.min(timeoutS ?? defaultShellTimeoutS, maxTimeoutS);
+      const { value, note } = await sandgate.runCommand(sessionId, { cmd: command, timeout_s: t }, { signal: abortSignal });
+      const stdout = trimMiddle(stripAnsi(value.stdout), maxChars);
+      const stderr = trimMiddle(stripAnsi(value.stderr), maxChars);
+      const out: RunShellOutput = {
+        stdout: stdout.text,
+        stderr: stderr.text,
+        exitCode: value.exit_code,
+        timedOut: value.timed_out,
+        truncated: value.truncated || stdout.trimmed || stderr.trimmed,
+      };
+      if (note) out.note = note;
+      return out;
+    },
+  });
+
+  return { runPython, runShell };
+}
