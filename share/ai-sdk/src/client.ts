@@ -202,7 +202,6 @@ export class SandgateClient {
       throw e;
     }
     try {
-      await channel.waitReady(CONNECT_TIMEOUT_MS);
       const collector = new ExecutionCollector(
         globalThis.crypto.randomUUID().replace(/-/g, ''),
         { streamChars: CLIENT_STREAM_CHARS, outputBytes: CLIENT_OUTPUT_BYTES },

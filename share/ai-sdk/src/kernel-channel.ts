@@ -92,40 +92,6 @@ export class KernelChannel {
     return msgId;
   }
 
-  /**
-   * Asks kernel_info until a reply and its iopub idle status both arrive, so
-   * the kernel's iopub is known to reach this client before code runs (what
-   * jupyter_server does after it connects).
-   */
-  async waitReady(timeoutMs: number, attemptMs = 2000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (Date.now() < end) {
-      if (this.closed_) throw this.closed_;
-      const msgId = newId();
-      const ok = await new Promise<boolean>((resolve) => {
-        let reply = false;
-        let idle = false;
-        const done = (v: boolean) => {
-          clearTimeout(timer);
-          unlisten();
-          unclose();
-          resolve(v);
-        };
-        const timer = setTimeout(() => done(false), Math.min(attemptMs, Math.max(1, end - Date.now())));
-        const unclose = this.onClose(() => done(false));
-        const unlisten = this.listen(msgId, (m) => {
-          if (m.channel === 'shell' && m.header.msg_type === 'kernel_info_reply') reply = true;
-          if (m.channel === 'iopub' && m.header.msg_type === 'status' && m.content.execution_state === 'idle') idle = true;
-          if (reply && idle) done(true);
-        });
-        this.send('shell', 'kernel_info_request', {}, msgId);
-      });
-      if (ok) return;
-    }
-    if (this.closed_) throw this.closed_;
-    throw new SandgateError(0, 'client_timeout', `The kernel did not answer kernel_info within ${timeoutMs} ms`);
-  }
-
   private dispatch(data: string | Uint8Array): void {
     let msg: JupyterMessage;
     try {

@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// A terminal chat with streamText and the Sandgate tools.
+//
+//   SANDGATE_URL=http://127.0.0.1:8888 SANDGATE_TOKEN=... node examples/chat.mjs
+//
+// With a real model: SANDGATE_MODEL=PROVIDER:MODEL_ID, where @ai-sdk/PROVIDER is
+// an installed provider package whose key is in the environment, e.g.
+//   npm install @ai-sdk/openai && OPENAI_API_KEY=... SANDGATE_MODEL=openai:gpt-4.1-mini node examples/chat.mjs
+//   npm install @ai-sdk/anthropic && ANTHROPIC_API_KEY=... SANDGATE_MODEL=anthropic:claude-sonnet-4-5 node examples/chat.mjs
+// Without SANDGATE_MODEL a scripted mock model (from ai/test) runs each line
+// you type as Python with runPython (lines starting with `!` with runShell)
+// and reports what came back: the whole loop, no key needed.
+//
+// SANDGATE_SANDBOX=0 uses a kernel per conversation without the sandbox API
+// (for gateways that serve only the Kernel Gateway API; no runShell then).
+// Charts are saved as PNG files under ./sandgate-displays/.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { streamText, stepCountIs } from 'ai';
+import { Sandgate, createSandgateTools } from '@sandgate/ai-sdk';
+
+const url = process.env.SANDGATE_URL ?? 'http://127.0.0.1:8888';
+const token = process.env.SANDGATE_TOKEN;
+const sandgate = new Sandgate({ url, token, sandbox: process.env.SANDGATE_SANDBOX === '0' ? false : { ttl_s: 3600 } });
+const sessionId = `chat-${Date.now()}`;
+const tools = createSandgateTools({ sandgate, sessionId });
+const model = process.env.SANDGATE_MODEL ? await providerModel(process.env.SANDGATE_MODEL) : await scriptedModel();
+
+const system =
+  'You are a data analyst with a Python sandbox. Use runPython to compute and plot; ' +
+  'state is kept between calls. Use runShell for shell commands. Answer briefly.';
+const messages = [];
+const rl = createInterface({ input: process.stdin, output: process.stdout });
+console.log(`sandgate chat (${process.env.SANDGATE_MODEL ?? 'scripted mock model'}); an empty line ends it.`);
+
+try {
+  for (;;) {
+    const line = (await rl.question('\nyou> ')).trim();
+    if (!line) break;
+    messages.push({ role: 'user', content: line });
+    const result = streamText({ model, system, messages, tools, stopWhen: stepCountIs(8) });
+    process.stdout.write('\nassistant> ');
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') process.stdout.write(part.text);
+      else if (part.type === 'tool-call') console.log(`\n  [${part.toolName}] ${JSON.stringify(part.input)}`);
+      else if (part.type === 'tool-result') await showToolResult(part.output);
+      else if (part.type === 'error') console.log(`\n  [error] ${part.error?.message ?? part.error}`);
+    }
+    messages.push(...(await result.response).messages);
+    process.stdout.write('\n');
+  }
+} finally {
+  rl.close();
+  await sandgate.endSession(sessionId);
+}
+
+async function showToolResult(output) {
+  const show = (label, text) => text && console.log(`  ${label}: ${text.trimEnd().replace(/\n/g, '\n    ')}`);
+  if (output.note) console.log(`  note: ${output.note}`);
+  show('stdout', output.stdout);
+  show('stderr', output.stderr);
+  show('result', output.result);
+  if (output.exitCode !== undefined) console.log(`  exit code: ${output.exitCode}`);
+  if (output.error) show('error', `${output.error.name}: ${output.error.value}`);
+  for (const d of output.displays ?? []) {
+    const stored = await sandgate.getDisplay(d.id);
+    if (stored?.data['image/png']) {
+      mkdirSync('sandgate-displays', { recursive: true });
+      const file = join('sandgate-displays', `${d.id}.png`);
+      writeFileSync(file, Buffer.from(stored.data['image/png'], 'base64'));
+      console.log(`  chart saved: ${file}`);
+    } else {
+      console.log(`  display ${d.id}: ${d.mimeTypes.join(', ')}`);
+    }
+  }
+}
+
+// PROVIDER:MODEL_ID → the model of the installed @ai-sdk/PROVIDER package.
+async function providerModel(spec) {
+  const i = spec.indexOf(':');
+  if (i < 0) throw new Error('SANDGATE_MODEL is PROVIDER:MODEL_ID, e.g. openai:gpt-4.1-mini');
+  const provider = spec.slice(0, i);
+  const pkg = `@ai-sdk/${provider}`;
+  let mod;
+  try {
+    mod = await import(pkg);
+  } catch {
+    throw new Error(`SANDGATE_MODEL names ${pkg}: install it with npm install ${pkg}`);
+  }
+  const factory = mod[provider] ?? mod.default;
+  if (typeof factory !== 'function') throw new Error(`${pkg} exports no ${provider}()`);
+  return factory(spec.slice(i + 1));
+}
+
+// A MockLanguageModelV3 that turns each user line into a tool call, then
+// reports the tool result it reads back from the prompt.
+async function scriptedModel() {
+  const { MockLanguageModelV3, simulateReadableStream } = await import('ai/test');
+  const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } };
+  let n = 0;
+  const stream = (chunks) => ({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...chunks] }) });
+  return new MockLanguageModelV3({
+    doStream: async ({ prompt }) => {
+      const last = prompt.at(-1);
+      if (last.role === 'tool') {
+        const out = last.content.find((p) => p.type === 'tool-result')?.output;
+        const value = out?.type === 'json' ? out.value : out?.value;
+        const text = describe(value);
+        return stream([
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: text },
+          { type: 'text-end', id: 't' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage },
+        ]);
+      }
+      const line = last.content.filter((p) => p.type === 'text').map((p) => p.text).join('\n');
+      const call = line.startsWith('!')
+        ? { toolName: 'runShell', input: JSON.stringify({ command: line.slice(1) }) }
+        : { toolName: 'runPython', input: JSON.stringify({ code: line }) };
+      return stream([
+        { type: 'tool-call', toolCallId: `call-${++n}`, ...call },
+        { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage },
+      ]);
+    },
+  });
+}
+
+function describe(v) {
+  if (!v || typeof v !== 'object') return 'The tool returned nothing I can read.';
+  if (v.error) return `That raised ${v.error.name}: ${v.error.value}`;
+  if (v.exitCode !== undefined) return `The command exited with ${v.exitCode}.`;
+  if (v.result !== null && v.result !== undefined) return `The result is ${v.result}.`;
+  if (v.displays?.length) return `I made ${v.displays.length} display(s).`;
+  return v.stdout ? 'Done; the output is above.' : 'Done.';
+}
