@@ -38,6 +38,27 @@ std::vector<pid_t> read_procs(const std::string& dir) {
   return pids;
 }
 
+// The cgroups directly below dir (the supervisor's per-child ones).
+std::vector<std::string> child_dirs(const std::string& dir) {
+  std::vector<std::string> children;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return children;
+  while (const dirent* entry = ::readdir(d)) {
+    if (entry->d_type == DT_DIR && entry->d_name[0] != '.') children.push_back(dir + "/" + entry->d_name);
+  }
+  ::closedir(d);
+  return children;
+}
+
+// rmdir of a cgroup and the cgroups below it, deepest first (bounded depth).
+bool remove_dir_tree(const std::string& dir, int depth = 0) {
+  if (depth < 8) {
+    for (const auto& child : child_dirs(dir))
+      remove_dir_tree(child, depth + 1);
+  }
+  return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
+}
+
 void sleep_ms(long ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000};
   ::nanosleep(&ts, nullptr);
@@ -189,10 +210,17 @@ void cgroup::kill_all() const {
   }
   for (int round = 0; round < 200; ++round) {
     bool any = false;
-    for (const auto& dir : dirs_) {
+    std::vector<std::string> pending(dirs_.begin(), dirs_.end());
+    while (!pending.empty()) {
+      const std::string dir = std::move(pending.back());
+      pending.pop_back();
       for (pid_t pid : read_procs(dir)) {
         any = true;
         ::kill(pid, SIGKILL);
+      }
+      if (dir.size() < 4096) {
+        for (auto& child : child_dirs(dir))
+          pending.push_back(std::move(child));
       }
     }
     if (!any) return;
@@ -200,11 +228,25 @@ void cgroup::kill_all() const {
   }
 }
 
+std::string cgroup::tracking_dir() const {
+  if (dirs_.empty()) return {};
+  return version_ == cgroup_version::v1 ? dirs_[1] : dirs_[0];
+}
+
+void cgroup::delegate_tracking(std::uint32_t uid, std::uint32_t gid) const {
+  const std::string dir = tracking_dir();
+  if (dir.empty()) return;
+  const std::string owner = ", " + std::to_string(uid) + ", " + std::to_string(gid) + ")";
+  for (const std::string& path : {dir, dir + "/cgroup.procs"}) {
+    check_sys(::chown(path.c_str(), uid, gid), "chown(" + path + owner);
+  }
+}
+
 void cgroup::remove() {
   if (dirs_.empty()) return;
   kill_all();
   for (const auto& dir : dirs_) {
-    for (int round = 0; round < 100 && ::rmdir(dir.c_str()) == -1 && errno == EBUSY; ++round)
+    for (int round = 0; round < 100 && !remove_dir_tree(dir) && errno == EBUSY; ++round)
       sleep_ms(10);
   }
   dirs_.clear();
@@ -225,7 +267,11 @@ void sweep_stale_cgroups(const cgroup_layout& layout, const std::string& parent,
       if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
       const std::string child = dir + "/" + entry->d_name;
       struct stat st {};
-      if (::stat(child.c_str(), &st) == 0 && now - st.st_mtime >= min_age_s) ::rmdir(child.c_str());
+      // A live sandbox's supervisor sits in the sandbox cgroup itself, so only
+      // a dead sandbox's tree (its per-child cgroups included) is removed.
+      if (::stat(child.c_str(), &st) == 0 && now - st.st_mtime >= min_age_s && read_procs(child).empty()) {
+        remove_dir_tree(child);
+      }
     }
     ::closedir(d);
   }

@@ -33,7 +33,18 @@ std::optional<nlohmann::json> control_connection::next_message() {
 void control_connection::send(const nlohmann::json& message) {
   if (broken_) return;
   pending_ += control::encode_frame(message);
-  if (pending_.size() > max_pending_bytes) {
+  after_queue();
+}
+
+void control_connection::send_output(std::string_view id, control::output_stream stream,
+                                     std::string_view data) {
+  if (broken_) return;
+  control::append_output_frame(pending_, id, stream, data);
+  after_queue();
+}
+
+void control_connection::after_queue() {
+  if (pending_bytes() > max_pending_bytes) {
     broken_ = true;
     return;
   }
@@ -41,20 +52,32 @@ void control_connection::send(const nlohmann::json& message) {
 }
 
 bool control_connection::flush() {
-  while (!pending_.empty()) {
-    const ssize_t n = ::send(fd_.get(), pending_.data(), pending_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  bool ok = true;
+  while (pending_bytes() > 0) {
+    const ssize_t n =
+        ::send(fd_.get(), pending_.data() + sent_, pending_bytes(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      pending_.erase(0, static_cast<std::size_t>(n));
+      sent_ += static_cast<std::size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    ok = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    break;
   }
-  return true;
+  if (sent_ == pending_.size()) {
+    pending_.clear();
+    sent_ = 0;
+    // A burst of output must not stay resident after it was sent.
+    if (pending_.capacity() > (256u << 10)) std::string().swap(pending_);
+  } else if (sent_ > (256u << 10)) {
+    pending_.erase(0, sent_);
+    sent_ = 0;
+  }
+  return ok;
 }
 
 void control_connection::drain(int timeout_ms) {
-  while (!pending_.empty() && !broken_) {
+  while (pending_bytes() > 0 && !broken_) {
     pollfd p{fd_.get(), POLLOUT, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return;
     if (!flush()) return;

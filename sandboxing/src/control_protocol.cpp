@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "sandboxing/base64.hpp"
+
 namespace sandgate::sandboxing::control {
 namespace {
 
@@ -86,7 +88,27 @@ std::optional<json> frame_decoder::next(std::error_code& ec) {
 void to_json(json& j, const spawn_request& m) {
   j = {{"op", "spawn"}, {"req", m.req}, {"id", m.id}, {"argv", m.argv}, {"env", m.env}, {"cwd", m.cwd}};
   if (!m.log.empty()) j["log"] = m.log;
+  if (m.capture) {
+    j["capture"] = true;
+    j["output_limit"] = m.output_limit_bytes;
+  }
+  if (m.stdin_data) j["stdin"] = base64_encode(*m.stdin_data);
+  if (m.timeout_ms) j["timeout_ms"] = *m.timeout_ms;
 }
+
+namespace {
+
+// A count that must not be negative (nlohmann would wrap -1 into 2^64-1).
+std::uint64_t unsigned_field(const json& j, const char* name, std::uint64_t absent) {
+  if (!j.contains(name)) return absent;
+  const json& value = j.at(name);
+  if (!value.is_number_unsigned()) {
+    throw std::invalid_argument(std::string("spawn: ") + name + " must be a non-negative integer");
+  }
+  return value.get<std::uint64_t>();
+}
+
+}  // namespace
 
 void from_json(const json& j, spawn_request& m) {
   m.req = j.value("req", std::uint64_t{0});
@@ -95,6 +117,16 @@ void from_json(const json& j, spawn_request& m) {
   m.env = j.value("env", std::map<std::string, std::string>{});
   m.cwd = j.value("cwd", std::string("/workspace"));
   m.log = j.value("log", std::string());
+  m.capture = j.value("capture", false);
+  m.output_limit_bytes = unsigned_field(j, "output_limit", default_output_limit_bytes);
+  m.stdin_data.reset();
+  if (j.contains("stdin")) {
+    auto bytes = base64_decode(j.at("stdin").get<std::string>());
+    if (!bytes) throw std::invalid_argument("spawn: stdin is not base64");
+    m.stdin_data = std::move(*bytes);
+  }
+  m.timeout_ms.reset();
+  if (j.contains("timeout_ms")) m.timeout_ms = unsigned_field(j, "timeout_ms", 0);
 }
 
 void to_json(json& j, const signal_request& m) {
@@ -151,6 +183,8 @@ void to_json(json& j, const exit_event& m) {
     j["signal"] = *m.signal;
     j["oom"] = m.oom;
   }
+  if (m.timed_out) j["timed_out"] = true;
+  if (m.truncated) j["truncated"] = true;
 }
 
 void from_json(const json& j, exit_event& m) {
@@ -158,6 +192,71 @@ void from_json(const json& j, exit_event& m) {
   if (j.contains("code")) m.code = j.at("code").get<int>();
   if (j.contains("signal")) m.signal = j.at("signal").get<int>();
   m.oom = j.value("oom", false);
+  m.timed_out = j.value("timed_out", false);
+  m.truncated = j.value("truncated", false);
+}
+
+void to_json(json& j, const kill_request& m) {
+  j = {{"op", "kill"}, {"req", m.req}, {"id", m.id}};
+}
+
+void from_json(const json& j, kill_request& m) {
+  m.req = j.value("req", std::uint64_t{0});
+  m.id = j.at("id").get<std::string>();
+}
+
+void to_json(json& j, const extend_request& m) {
+  j = {{"op", "extend"}, {"req", m.req}, {"expires_at", m.expires_at}};
+}
+
+void from_json(const json& j, extend_request& m) {
+  m.req = j.value("req", std::uint64_t{0});
+  m.expires_at = j.at("expires_at").get<std::int64_t>();
+}
+
+std::string_view to_string(output_stream stream) noexcept {
+  return stream == output_stream::standard_error ? "stderr" : "stdout";
+}
+
+void to_json(json& j, const output_event& m) {
+  j = {{"event", "output"}, {"id", m.id}, {"stream", to_string(m.stream)}, {"data", base64_encode(m.data)}};
+}
+
+void from_json(const json& j, output_event& m) {
+  m.id = j.at("id").get<std::string>();
+  const auto stream = j.at("stream").get<std::string>();
+  if (stream == "stdout") {
+    m.stream = output_stream::standard_output;
+  } else if (stream == "stderr") {
+    m.stream = output_stream::standard_error;
+  } else {
+    throw std::invalid_argument("output: unknown stream \"" + stream + "\"");
+  }
+  auto bytes = base64_decode(j.at("data").get<std::string>());
+  if (!bytes) throw std::invalid_argument("output: data is not base64");
+  m.data = std::move(*bytes);
+}
+
+void append_output_frame(std::string& buffer, std::string_view id, output_stream stream,
+                         std::string_view data) {
+  const std::size_t start = buffer.size();
+  buffer.append(4, '\0');
+  buffer += R"({"event":"output","id":)";
+  buffer += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
+  buffer += R"(,"stream":")";
+  buffer += to_string(stream);
+  buffer += R"(","data":")";
+  base64_append(buffer, data);
+  buffer += "\"}";
+  const std::size_t n = buffer.size() - start - 4;
+  if (n > max_frame_bytes) {
+    buffer.resize(start);
+    throw std::length_error("control frame larger than 1 MiB");
+  }
+  buffer[start] = static_cast<char>(n >> 24);
+  buffer[start + 1] = static_cast<char>(n >> 16);
+  buffer[start + 2] = static_cast<char>(n >> 8);
+  buffer[start + 3] = static_cast<char>(n);
 }
 
 }  // namespace sandgate::sandboxing::control

@@ -1,8 +1,11 @@
 #include "sandboxing/launcher.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "host_resources.hpp"
 #include "sandbox_init.hpp"
@@ -48,12 +52,15 @@ std::map<std::string, std::string> standalone_env(const policy& p) {
 }
 
 // The host side once the inner process runs: forward signals, enforce the
-// TTL as a backstop, and return the inner process's status.
-int wait_for_inner(pid_t inner, std::int64_t expires_at) {
+// TTL as a backstop (following the deadlines the supervisor reports on
+// outer_fd when the gateway moves it), and return the inner process's status.
+int wait_for_inner(pid_t inner, std::int64_t expires_at, unique_fd outer_fd) {
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
     sigaddset(&mask, sig);
+  unique_fd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals) throw sys_error("signalfd", errno);
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(inner, &status, WNOHANG);
@@ -64,10 +71,26 @@ int wait_for_inner(pid_t inner, std::int64_t expires_at) {
       ::waitpid(inner, &status, 0);
       return 128 + SIGKILL;
     }
-    timespec timeout{static_cast<time_t>(std::min<std::int64_t>(left, 3600)), 0};
-    siginfo_t info{};
-    const int sig = ::sigtimedwait(&mask, &info, &timeout);
-    if (sig > 0 && sig != SIGCHLD) ::kill(inner, sig);
+    pollfd fds[2] = {{signals.get(), POLLIN, 0}, {outer_fd.get(), POLLIN, 0}};
+    const int n = ::poll(fds, outer_fd ? 2 : 1, static_cast<int>(std::min<std::int64_t>(left, 3600) * 1000));
+    if (n < 0 && errno != EINTR) throw sys_error("poll", errno);
+    if (n <= 0) continue;
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      while (::read(signals.get(), &info, sizeof info) == sizeof info) {
+        const auto sig = static_cast<int>(info.ssi_signo);
+        if (sig != SIGCHLD) ::kill(inner, sig);
+      }
+    }
+    if (outer_fd && fds[1].revents != 0) {
+      char message[deadline_message_bytes];
+      const ssize_t got = ::recv(outer_fd.get(), message, sizeof message, MSG_DONTWAIT);
+      if (got == static_cast<ssize_t>(sizeof message) && message[0] == 'T') {
+        std::memcpy(&expires_at, message + 1, sizeof expires_at);
+      } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+        outer_fd.reset();  // the supervisor is gone (or broke the channel): only waitpid is left
+      }
+    }
   }
 }
 
@@ -86,10 +109,11 @@ namespace {
 struct host_cgroup {
   cgroup group;
   unique_fd oom_counter;
+  unique_fd tracking;  // where the supervisor makes per-child cgroups, or empty
 };
 
 // The sandbox's cgroup, or none when the host has none and that is allowed.
-host_cgroup make_cgroup(const launch_options& options) {
+host_cgroup make_cgroup(const launch_options& options, const id_plan& ids) {
   const cgroup_layout layout = detect_cgroups(options.cgroup_root);
   if (layout.version == cgroup_version::none && options.require_cgroup) {
     throw sys_error(
@@ -104,6 +128,18 @@ host_cgroup make_cgroup(const launch_options& options) {
     if (options.require_cgroup) throw;
     std::fprintf(stderr, "sandgate-sandbox: running without cgroup limits: %s\n", e.what());
     result.group = cgroup();
+  }
+  const std::string tracking = result.group.tracking_dir();
+  if (!tracking.empty()) {
+    try {
+      result.group.delegate_tracking(ids.supervisor_host_uid, ids.supervisor_host_gid);
+      result.tracking.reset(::open(tracking.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!result.tracking) throw sys_error("open(" + tracking + ", O_DIRECTORY)", errno);
+    } catch (const sys_error& e) {
+      if (options.require_cgroup) throw;
+      std::fprintf(stderr, "sandgate-sandbox: kill reaches only process groups and sessions: %s\n", e.what());
+      result.tracking.reset();
+    }
   }
   return result;
 }
@@ -138,9 +174,10 @@ void plan_supervisor(const launch_options& options, const id_plan& ids, supervis
 }
 
 // Clones the inner process, gives it its maps and cgroup, lets it run the
-// setup and waits for its verdict. Returns its pid; throws with the failed
-// step's error after reaping it.
-pid_t start_inner(detail::init_plan& plan, const cgroup& group) {
+// setup and waits for its verdict. Returns its pid and keeps the outer end
+// of the handshake socket in outer_end (the supervisor reports TTL changes
+// there); throws with the failed step's error after reaping it.
+pid_t start_inner(detail::init_plan& plan, const cgroup& group, unique_fd& outer_end) {
   int pair[2];
   check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair),
             "socketpair(AF_UNIX, SOCK_SEQPACKET)");
@@ -185,6 +222,7 @@ pid_t start_inner(detail::init_plan& plan, const cgroup& group) {
     ::waitpid(inner, nullptr, 0);
     throw std::runtime_error(error);
   }
+  outer_end = std::move(parent_end);
   return inner;
 }
 
@@ -213,7 +251,7 @@ int launch(launch_options options) {
   plan.sandbox_policy = &p;
   const std::uint32_t slot = options.host_id_slot.value_or(host_id_slot(options.id, default_host_id_slots));
   plan.ids = plan_ids(p.uid, p.gid, options.host_id_base, slot);
-  host_cgroup cg = make_cgroup(options);
+  host_cgroup cg = make_cgroup(options, plan.ids);
 
   host_cleanup cleanup{options};
   unique_fd run_dir, workspace;
@@ -236,6 +274,8 @@ int launch(launch_options options) {
   plan_rootfs(options, plan.rootfs);
   plan_supervisor(options, plan.ids, plan.supervisor);
   plan.supervisor.oom_counter_fd = cg.oom_counter.get();
+  plan.supervisor.child_cgroup_fd = cg.tracking.get();
+  plan.supervisor.child_cgroup_version = cg.group.version();
   plan.supervisor.listen_fd = listener.get();
 
   sigset_t mask;
@@ -246,14 +286,16 @@ int launch(launch_options options) {
   ::signal(SIGPIPE, SIG_IGN);
 
   pid_t inner = 0;
+  unique_fd outer_end;
   try {
-    inner = start_inner(plan, cg.group);
+    inner = start_inner(plan, cg.group, outer_end);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sandgate-sandbox: %s\n", e.what());
     return setup_failed_exit;
   }
-  listener.reset();  // the supervisor holds it now
-  const int status = wait_for_inner(inner, plan.supervisor.expires_at);
+  listener.reset();  // the supervisor holds these now
+  cg.tracking.reset();
+  const int status = wait_for_inner(inner, plan.supervisor.expires_at, std::move(outer_end));
   cg.group.remove();
   return status;
 }

@@ -97,7 +97,7 @@ void run_inner(init_plan& plan, int handshake_fd) {
     ::_exit(125);
   }
   send_status(handshake_fd, 'O', "");
-  ::close(handshake_fd);
+  plan.supervisor.outer_fd = handshake_fd;  // from now on it carries TTL changes to the outer process
   int code = 1;
   try {
     code = run_supervisor(plan.supervisor);

@@ -28,23 +28,47 @@ void reset_signals() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// A copy of a caller's descriptor above 2, so that dup2 onto 0-2 cannot
+// overwrite a source that happens to sit there.
+unique_fd high_copy(int fd, const char* what) {
+  unique_fd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  if (!copy) throw sys_error(std::string("fcntl(") + what + ", F_DUPFD_CLOEXEC)", errno);
+  return copy;
+}
+
 void open_stdio(const spawn_spec& spec) {
   if (spec.inherit_stdio) return;
-  unique_fd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  unique_fd in = spec.stdin_fd >= 0 ? high_copy(spec.stdin_fd, "stdin pipe")
+                                    : unique_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!in) throw sys_error("open(/dev/null)", errno);
-  const std::string out_path = spec.log.empty() ? "/dev/null" : spec.log;
-  // O_NONBLOCK: a FIFO planted at the log path must not hang the supervisor,
-  // which waits for this child to exec.
-  unique_fd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0600));
-  if (!out) throw sys_error("open(" + out_path + ", O_WRONLY|O_CREAT|O_APPEND)", errno);
-  check_sys(::fcntl(out.get(), F_SETFL, O_APPEND), "fcntl(" + out_path + ", F_SETFL, O_APPEND)");
+  unique_fd out, err;
+  if (spec.stdout_fd < 0 || spec.stderr_fd < 0) {
+    const std::string out_path = spec.log.empty() ? "/dev/null" : spec.log;
+    // O_NONBLOCK: a FIFO planted at the log path must not hang the supervisor,
+    // which waits for this child to exec.
+    out.reset(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0600));
+    if (!out) throw sys_error("open(" + out_path + ", O_WRONLY|O_CREAT|O_APPEND)", errno);
+    check_sys(::fcntl(out.get(), F_SETFL, O_APPEND), "fcntl(" + out_path + ", F_SETFL, O_APPEND)");
+  }
+  if (spec.stdout_fd >= 0) out = high_copy(spec.stdout_fd, "stdout pipe");
+  if (spec.stderr_fd >= 0) {
+    err = high_copy(spec.stderr_fd, "stderr pipe");
+  } else {
+    err.reset(::fcntl(out.get(), F_DUPFD_CLOEXEC, 3));
+  }
   check_sys(::dup2(in.get(), 0), "dup2(stdin)");
   check_sys(::dup2(out.get(), 1), "dup2(stdout)");
-  check_sys(::dup2(out.get(), 2), "dup2(stderr)");
+  check_sys(::dup2(err.get(), 2), "dup2(stderr)");
+}
+
+void join_own_cgroup(int procs_fd) {
+  if (procs_fd < 0) return;
+  check_sys(::write(procs_fd, "0", 1), "write(<child cgroup>/cgroup.procs, \"0\")");
 }
 
 // Everything between fork and execve; throws on the first failed step.
 [[noreturn]] void become_program(const spawn_spec& spec, const confinement& c) {
+  join_own_cgroup(spec.cgroup_procs_fd);
   reset_signals();
   check_sys(::setsid(), "setsid()");
   {

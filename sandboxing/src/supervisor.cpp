@@ -12,25 +12,37 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <deque>
-#include <map>
-#include <memory>
+#include <cstring>
 
 #include "sandboxing/cgroups.hpp"
-#include "sandboxing/control_connection.hpp"
-#include "sandboxing/control_protocol.hpp"
 #include "sandboxing/sys_error.hpp"
 
 namespace sandgate::sandboxing {
 namespace detail {
 
-using json = nlohmann::json;
+supervisor::supervisor(const supervisor_config& config)
+    : config_(config),
+      expires_at_(config.expires_at),
+      cgroups_(config.child_cgroup_fd >= 0
+                   ? child_cgroups(unique_fd(config.child_cgroup_fd), config.child_cgroup_version)
+                   : child_cgroups()) {}
 
 void supervisor::watch(int fd, std::uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.fd = fd;
   check_sys(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "epoll_ctl(ADD)");
+}
+
+void supervisor::unwatch(int fd) {
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void supervisor::set_ttl(std::int64_t expires_at) {
+  expires_at_ = expires_at;
+  itimerspec expiry{};
+  expiry.it_value.tv_sec = expires_at > 0 ? expires_at : 1;  // zero would disarm
+  check_sys(::timerfd_settime(ttl_timer_.get(), TFD_TIMER_ABSTIME, &expiry, nullptr), "timerfd_settime(ttl)");
 }
 
 int supervisor::run() {
@@ -42,13 +54,14 @@ int supervisor::run() {
   ::signal(SIGPIPE, SIG_IGN);
   epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1")));
   signals_.reset(static_cast<int>(check_sys(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), "signalfd")));
-  timer_.reset(static_cast<int>(check_sys(::timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK),
-                                          "timerfd_create(CLOCK_REALTIME)")));
-  itimerspec expiry{};
-  expiry.it_value.tv_sec = config_.expires_at;
-  check_sys(::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &expiry, nullptr), "timerfd_settime(ttl)");
+  ttl_timer_.reset(static_cast<int>(check_sys(::timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK),
+                                              "timerfd_create(CLOCK_REALTIME)")));
+  child_timer_.reset(static_cast<int>(check_sys(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK),
+                                                "timerfd_create(CLOCK_MONOTONIC)")));
+  set_ttl(expires_at_);
   watch(signals_.get(), EPOLLIN);
-  watch(timer_.get(), EPOLLIN);
+  watch(ttl_timer_.get(), EPOLLIN);
+  watch(child_timer_.get(), EPOLLIN);
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 
@@ -61,24 +74,32 @@ int supervisor::run() {
     }
   }
   while (!exit_code_) {
-    epoll_event events[8];
-    const int n = ::epoll_wait(epoll_.get(), events, 8, -1);
+    epoll_event events[16];
+    const int n = ::epoll_wait(epoll_.get(), events, 16, -1);
     if (n < 0 && errno == EINTR) continue;
     check_sys(n, "epoll_wait");
     for (int i = 0; i < n && !exit_code_; ++i) {
       const int fd = events[i].data.fd;
       if (fd == signals_.get()) {
         on_signal();
-      } else if (fd == timer_.get()) {
+      } else if (fd == ttl_timer_.get()) {
         if (!config_.standalone)
           std::fprintf(stderr, "sandgate-sandbox: %s: ttl expired\n", config_.id.c_str());
         finish(standalone_ttl_exit);
+      } else if (fd == child_timer_.get()) {
+        on_child_timer();
       } else if (fd == config_.listen_fd) {
         on_accept();
       } else if (connection_ && fd == connection_->fd()) {
         on_connection(events[i].events);
+      } else if (const auto it = child_fds_.find(fd); it != child_fds_.end()) {
+        on_child_fd(it->second, events[i].events);
       }
     }
+    if (exit_code_) break;
+    update_output_interest();
+    update_connection_interest();
+    if (deadlines_changed_) arm_child_timer();
   }
   return *exit_code_;
 }
@@ -99,10 +120,11 @@ void supervisor::on_signal() {
 }
 
 void supervisor::reap() {
+  bool orphans = false;
   for (;;) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
     control::exit_event event;
     if (WIFEXITED(status)) {
       event.code = WEXITSTATUS(status);
@@ -120,16 +142,20 @@ void supervisor::reap() {
       return;
     }
     const auto name = names_.find(pid);
-    if (name == names_.end()) continue;  // an orphan, or a spawn that failed
-    event.id = name->second;
-    children_.erase(name->second);
+    if (name == names_.end()) {  // an orphan, or a spawn that failed
+      orphans = true;
+      continue;
+    }
+    const auto child = children_.find(name->second);
     names_.erase(name);
-    report(event);
+    if (child == children_.end()) continue;
+    event.id = child->first;
+    child_ended(child->second, std::move(event));
   }
+  if (orphans || !lingering_.empty()) sweep_lingering();
 }
 
-void supervisor::report(const control::exit_event& event) {
-  json message = event;
+void supervisor::send_event(json message) {
   if (connection_) {
     connection_->send(message);
     if (connection_->broken()) drop_connection();
@@ -145,15 +171,16 @@ void supervisor::on_accept() {
   drop_connection();  // the newest gateway connection wins
   connection_ = std::make_unique<control_connection>(std::move(fd));
   watch(connection_->fd(), EPOLLIN);
+  connection_wants_out_ = false;
   control::ready_event ready;
   ready.id = config_.id;
   ready.pid = config_.host_pid;
   ready.outer_pid = config_.outer_pid;
   ready.host_uid = config_.host_uid;
   ready.host_gid = config_.host_gid;
-  ready.expires_at = config_.expires_at;
+  ready.expires_at = expires_at_;
   ready.max_execution_s = config_.max_execution_s;
-  for (const auto& [id, pid] : children_)
+  for (const auto& [id, child] : children_)
     ready.children.push_back(id);
   connection_->send(json(ready));
   while (!undelivered_.empty() && connection_ && !connection_->broken()) {
@@ -165,7 +192,7 @@ void supervisor::on_accept() {
 
 void supervisor::drop_connection() {
   if (!connection_) return;
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, connection_->fd(), nullptr);
+  unwatch(connection_->fd());
   connection_.reset();
 }
 
@@ -183,10 +210,19 @@ void supervisor::on_connection(std::uint32_t events) {
     if (exit_code_ || !connection_) return;
     if (!open || connection_->broken()) return drop_connection();
   }
+}
+
+// EPOLLOUT only while something waits to be sent (level-triggered).
+void supervisor::update_connection_interest() {
+  if (!connection_) return;
+  if (connection_->broken()) return drop_connection();
+  const bool wants_out = connection_->wants_write();
+  if (wants_out == connection_wants_out_) return;
   epoll_event ev{};
-  ev.events = EPOLLIN | (connection_->wants_write() ? EPOLLOUT : 0u);
+  ev.events = EPOLLIN | (wants_out ? EPOLLOUT : 0u);
   ev.data.fd = connection_->fd();
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, connection_->fd(), &ev);
+  connection_wants_out_ = wants_out;
 }
 
 }  // namespace detail

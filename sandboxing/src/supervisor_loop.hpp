@@ -1,5 +1,6 @@
-// The supervisor's state and loop, shared by supervisor.cpp (events) and
-// supervisor_requests.cpp (the gateway's requests).
+// The supervisor's state and loop, shared by supervisor.cpp (events and the
+// gateway connection), supervisor_requests.cpp (the gateway's requests) and
+// supervisor_children.cpp (captured output, stdin, deadlines, exit reports).
 #pragma once
 
 #include <deque>
@@ -7,13 +8,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "child_cgroups.hpp"
 #include "sandboxing/control_connection.hpp"
 #include "sandboxing/control_protocol.hpp"
 #include "sandboxing/supervisor.hpp"
 #include "sandboxing/unique_fd.hpp"
+#include "supervised_child.hpp"
 
 namespace sandgate::sandboxing::detail {
 
@@ -21,35 +25,85 @@ using json = nlohmann::json;
 
 inline constexpr std::size_t max_children = 256;
 inline constexpr std::size_t max_queued_events = 1024;
+inline constexpr std::size_t max_pending_stdin_bytes = 16u << 20;  // all children together
+// Captured output is not read while more than this waits for the gateway:
+// the children block on full pipes instead of the supervisor growing.
+inline constexpr std::size_t output_high_water_bytes = 256u << 10;
+inline constexpr std::chrono::milliseconds drain_after_exit{1000};  // then descendants holding a pipe die
+inline constexpr std::chrono::milliseconds drain_after_kill{250};   // then the pipes are closed regardless
+inline constexpr std::int64_t max_extend_ahead_s = 366ll * 24 * 3600;
+inline constexpr std::uint64_t max_timeout_ms = 366ull * 24 * 3600 * 1000;
 inline constexpr int standalone_ttl_exit = 124;
 
 class supervisor {
  public:
-  explicit supervisor(const supervisor_config& config) : config_(config) {}
+  explicit supervisor(const supervisor_config& config);
   int run();
 
  private:
+  // What an epoll event on a child's descriptor is about.
+  struct child_fd {
+    supervised_child* child;
+    int role;  // 0 stdout, 1 stderr, 2 stdin
+  };
+
+  // supervisor.cpp
   void watch(int fd, std::uint32_t events);
+  void unwatch(int fd);
   void on_signal();
   void reap();
   void on_accept();
   void on_connection(std::uint32_t events);
+  void update_connection_interest();
+  void send_event(json message);  // queued while no gateway is connected
+  void drop_connection();
+  void set_ttl(std::int64_t expires_at);
+
+  // supervisor_requests.cpp
   void handle(const json& message);
   control::reply do_spawn(const json& message);
   control::reply do_signal(const json& message);
-  void report(const control::exit_event& event);
-  void drop_connection();
+  control::reply do_kill(const json& message);
+  control::reply do_extend(const json& message);
   void finish(int code);
 
+  // supervisor_children.cpp
+  void start_child_io(supervised_child& c);
+  void on_child_fd(child_fd which, std::uint32_t events);
+  // Reads up to budget bytes (0: until EAGAIN or EOF) of a captured stream.
+  void read_output(supervised_child& c, int stream, std::size_t budget);
+  void close_stream(supervised_child& c, int stream);
+  void feed_stdin(supervised_child& c);
+  void close_stdin(supervised_child& c);
+  void child_ended(supervised_child& c, control::exit_event status);
+  void report_exit(supervised_child& c);  // sends the exit event and forgets the child
+  // SIGKILL to a child's process group and its cgroup (without one: its session).
+  void kill_tree(const supervised_child& c);
+  void on_child_timer();
+  void arm_child_timer();
+  bool output_blocked() const;
+  void update_output_interest();
+  void sweep_lingering();
+
   const supervisor_config& config_;
+  std::int64_t expires_at_;
   unique_fd epoll_;
   unique_fd signals_;
-  unique_fd timer_;
+  unique_fd ttl_timer_;
+  unique_fd child_timer_;
+  child_cgroups cgroups_;
   std::unique_ptr<control_connection> connection_;
-  std::map<std::string, pid_t> children_;  // named children still running
-  std::map<pid_t, std::string> names_;
+  bool connection_wants_out_ = false;                 // EPOLLOUT registered for the connection
+  std::map<std::string, supervised_child> children_;  // named children, until their exit is reported
+  std::map<pid_t, std::string> names_;                // pids of named children still running
+  std::map<int, child_fd> child_fds_;                 // children's pipes in the epoll set
+  std::deque<std::pair<std::string, std::string>>
+      lingering_;                 // (id, cgroup) of ended children with processes left
   std::deque<json> undelivered_;  // exit events while no gateway was connected
+  std::uint64_t next_cgroup_serial_ = 1;
   std::uint64_t oom_kills_seen_ = 0;
+  bool output_paused_ = false;
+  bool deadlines_changed_ = false;
   pid_t main_pid_ = 0;
   std::optional<int> exit_code_;
 };

@@ -1,13 +1,36 @@
 // The supervisor's answers to the gateway's requests, and its ending.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "sandboxing/sys_error.hpp"
 #include "supervisor_loop.hpp"
 
 namespace sandgate::sandboxing::detail {
+namespace {
+
+struct pipe_ends {
+  unique_fd read;
+  unique_fd write;
+};
+
+// A pipe whose ends are close-on-exec; the supervisor's end is non-blocking,
+// the child's stays blocking (O_NONBLOCK belongs to the open file, not the fd).
+pipe_ends make_pipe(bool supervisor_reads) {
+  int fds[2];
+  check_sys(::pipe2(fds, O_CLOEXEC), "pipe2(O_CLOEXEC)");
+  pipe_ends p{unique_fd(fds[0]), unique_fd(fds[1])};
+  const int mine = supervisor_reads ? p.read.get() : p.write.get();
+  check_sys(::fcntl(mine, F_SETFL, O_NONBLOCK), "fcntl(pipe, F_SETFL, O_NONBLOCK)");
+  return p;
+}
+
+}  // namespace
 
 void supervisor::handle(const json& message) {
   control::reply result;
@@ -18,6 +41,10 @@ void supervisor::handle(const json& message) {
       result = do_spawn(message);
     } else if (op == "signal") {
       result = do_signal(message);
+    } else if (op == "kill") {
+      result = do_kill(message);
+    } else if (op == "extend") {
+      result = do_extend(message);
     } else if (op == "ping") {
       result.ok = true;
     } else if (op == "shutdown") {
@@ -40,6 +67,9 @@ control::reply supervisor::do_spawn(const json& message) {
   const auto request = message.get<control::spawn_request>();
   control::reply result;
   result.req = request.req;
+  std::size_t stdin_pending = request.stdin_data ? request.stdin_data->size() : 0;
+  for (const auto& [id, child] : children_)
+    stdin_pending += child.stdin_data.size() - child.stdin_written;
   if (request.id.empty()) {
     result.error = "spawn: id must not be empty";
   } else if (children_.contains(request.id)) {
@@ -48,6 +78,10 @@ control::reply supervisor::do_spawn(const json& message) {
     result.error = "spawn: too many children";
   } else if (request.argv.empty()) {
     result.error = "spawn: argv must not be empty";
+  } else if (request.timeout_ms && *request.timeout_ms > max_timeout_ms) {
+    result.error = "spawn: timeout_ms is more than a year";
+  } else if (stdin_pending > max_pending_stdin_bytes) {
+    result.error = "spawn: too much stdin waiting to be read by the children";
   } else {
     spawn_spec spec;
     spec.argv = request.argv;
@@ -56,9 +90,46 @@ control::reply supervisor::do_spawn(const json& message) {
       spec.env[key] = value;
     spec.cwd = request.cwd.empty() ? "/workspace" : request.cwd;
     spec.log = request.log;
-    const pid_t pid = spawn_confined(spec, config_.confine);
-    children_[request.id] = pid;
+    pipe_ends out, err, in;
+    if (request.capture) {
+      out = make_pipe(true);
+      err = make_pipe(true);
+      spec.stdout_fd = out.write.get();
+      spec.stderr_fd = err.write.get();
+    }
+    if (request.stdin_data) {
+      in = make_pipe(false);
+      spec.stdin_fd = in.read.get();
+    }
+    child_cgroups::leaf leaf;
+    if (cgroups_.enabled()) {
+      leaf = cgroups_.create(next_cgroup_serial_++);
+      spec.cgroup_procs_fd = leaf.procs.get();
+    }
+    pid_t pid = 0;
+    try {
+      pid = spawn_confined(spec, config_.confine);
+    } catch (...) {
+      cgroups_.remove(leaf.name);
+      throw;
+    }
+    supervised_child& c = children_[request.id];
+    c.id = request.id;
+    c.pid = pid;
+    c.sid = pid;
+    c.cgroup = leaf.name;
+    c.capture = request.capture;
+    c.output_limit_bytes = request.output_limit_bytes;
+    c.streams[0].fd = std::move(out.read);
+    c.streams[1].fd = std::move(err.read);
+    c.stdin_fd = std::move(in.write);
+    if (request.stdin_data) c.stdin_data = std::move(*request.stdin_data);
+    if (request.timeout_ms) {
+      c.timeout_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(*request.timeout_ms);
+      deadlines_changed_ = true;
+    }
     names_[pid] = request.id;
+    start_child_io(c);
     result.ok = true;
     result.pid = pid;
   }
@@ -70,16 +141,60 @@ control::reply supervisor::do_signal(const json& message) {
   control::reply result;
   result.req = request.req;
   const auto child = children_.find(request.id);
+  const pid_t pid = child == children_.end() ? 0 : child->second.pid;
   if (request.signal < 1 || request.signal >= NSIG) {
     result.error = "signal: " + std::to_string(request.signal) + " is not a signal number";
-  } else if (child == children_.end()) {
+  } else if (pid == 0) {
     result.error = "signal: no running child named \"" + request.id + "\"";
-  } else if (::kill(request.group ? -child->second : child->second, request.signal) == -1 && errno != ESRCH) {
-    result.error = "kill(" + std::to_string(request.group ? -child->second : child->second) + ", " +
+  } else if (::kill(request.group ? -pid : pid, request.signal) == -1 && errno != ESRCH) {
+    result.error = "kill(" + std::to_string(request.group ? -pid : pid) + ", " +
                    std::to_string(request.signal) + "): " + std::strerror(errno);
   } else {
     result.ok = true;
   }
+  return result;
+}
+
+control::reply supervisor::do_kill(const json& message) {
+  const auto request = message.get<control::kill_request>();
+  control::reply result;
+  result.req = request.req;
+  result.ok = true;  // also when it already ended: the caller wants it gone, and it is
+  if (const auto child = children_.find(request.id); child != children_.end()) {
+    kill_tree(child->second);
+  }
+  for (const auto& [id, cgroup] : lingering_) {
+    if (id == request.id) cgroups_.kill(cgroup);
+  }
+  return result;
+}
+
+control::reply supervisor::do_extend(const json& message) {
+  const auto request = message.get<control::extend_request>();
+  control::reply result;
+  result.req = request.req;
+  const std::int64_t now = ::time(nullptr);
+  if (request.expires_at <= 0) {
+    result.error = "extend: expires_at must be a positive unix time";
+    return result;
+  }
+  if (request.expires_at > now + max_extend_ahead_s) {
+    result.error = "extend: expires_at is more than a year ahead";
+    return result;
+  }
+  // The outer process's backstop first: it must never kill a sandbox whose
+  // TTL was moved later.
+  if (config_.outer_fd >= 0) {
+    char text[deadline_message_bytes];
+    text[0] = 'T';
+    std::memcpy(text + 1, &request.expires_at, sizeof request.expires_at);
+    if (::send(config_.outer_fd, text, sizeof text, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof text) {
+      result.error = std::string("extend: send(outer process, deadline): ") + std::strerror(errno);
+      return result;
+    }
+  }
+  set_ttl(request.expires_at);
+  result.ok = true;
   return result;
 }
 
@@ -92,17 +207,27 @@ void supervisor::finish(int code) {
     if (pid < 0) break;
     const auto name = names_.find(pid);
     if (name == names_.end()) continue;
+    const auto child = children_.find(name->second);
+    names_.erase(name);
+    if (child == children_.end()) continue;
     control::exit_event event;
-    event.id = name->second;
+    event.id = child->first;
     if (WIFEXITED(status)) {
       event.code = WEXITSTATUS(status);
     } else {
       event.signal = WTERMSIG(status);
     }
-    names_.erase(name);
-    if (connection_) connection_->send(json(event));
+    child->second.pid = 0;
+    child->second.ended = std::move(event);
   }
-  children_.clear();
+  // Every process is gone, so every pipe ends after what is buffered in it.
+  while (!children_.empty()) {
+    supervised_child& c = children_.begin()->second;
+    for (int stream = 0; stream < 2; ++stream)
+      read_output(c, stream, 0);
+    if (!c.ended) c.ended = control::exit_event{c.id, std::nullopt, SIGKILL};
+    report_exit(c);
+  }
   if (connection_) connection_->drain(1000);
   exit_code_ = code;
 }

@@ -168,6 +168,17 @@ class control_client:
             self.sock.settimeout(max(0.1, deadline - time.time()))
             self.events.append(self.receive())
 
+    def next_event_of(self, child_id, timeout=30):
+        """The next event about child_id, in the order the supervisor sent it."""
+        deadline = time.time() + timeout
+        while True:
+            for m in self.events:
+                if m.get("id") == child_id and "event" in m:
+                    self.events.remove(m)
+                    return m
+            self.sock.settimeout(max(0.1, deadline - time.time()))
+            self.events.append(self.receive())
+
     def close(self):
         self.sock.close()
 
@@ -175,15 +186,15 @@ class control_client:
 class supervised:
     """A sandbox in control mode, shut down and checked for leftovers at exit."""
 
-    def __init__(self, policy=None, create_run_dir=False):
+    def __init__(self, policy=None, create_run_dir=False, extra=(), wrapper=()):
         self.id = "t-" + uuid.uuid4().hex[:12]
         self.tmp = tempfile.mkdtemp(prefix="sandgate-test-")
         self.run_dir = os.path.join(self.tmp, "run")
         if create_run_dir:
             os.mkdir(self.run_dir)
         self.control = os.path.join(self.tmp, "ctl.sock")
-        self.proc = subprocess.Popen([SANDBOX, "--policy", policy or POLICY, "--id", self.id, "--run-dir",
-                                      self.run_dir, "--control", self.control],
+        self.proc = subprocess.Popen([*wrapper, SANDBOX, "--policy", policy or POLICY, "--id", self.id,
+                                      "--run-dir", self.run_dir, "--control", self.control, *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.client = control_client(self.control)
         self.ready = self.client.receive()

@@ -47,11 +47,22 @@ class cgroup {
   void add(pid_t pid) const;
   // A descriptor of memory.events (v2) / memory.oom_control (v1) for read_oom_kill_count.
   unique_fd open_oom_counter() const;
-  // SIGKILLs every process in the cgroup until none is left (bounded wait).
+  // SIGKILLs every process in the cgroup and the cgroups below it until none
+  // is left (bounded wait).
   void kill_all() const;
-  // Kills what is left and removes the directories; safe to call twice.
+  // Kills what is left and removes the directories (and any cgroups the
+  // supervisor made below them); safe to call twice.
   void remove();
   const std::vector<std::string>& dirs() const noexcept { return dirs_; }
+  cgroup_version version() const noexcept { return version_; }
+  // Where the supervisor makes one cgroup per child: the cgroup itself (v2),
+  // its pids cgroup (v1); empty without a cgroup.
+  std::string tracking_dir() const;
+  // Lets uid:gid (the supervisor) create and remove cgroups in tracking_dir()
+  // and move its own children into them: the directory and its cgroup.procs
+  // change owner, as cgroup v2's delegation model describes (the limit files
+  // stay root's). Throws sys_error.
+  void delegate_tracking(std::uint32_t uid, std::uint32_t gid) const;
 
  private:
   cgroup_version version_ = cgroup_version::none;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -27,17 +28,24 @@ class control_connection {
   // Queues a message and tries to send it; a peer that lets more than
   // max_pending_bytes pile up is considered broken.
   void send(const nlohmann::json& message);
+  // The same for an output event, framed straight into the send buffer.
+  void send_output(std::string_view id, control::output_stream stream, std::string_view data);
   // Sends what the socket accepts now; false on error.
   bool flush();
   // Blocks (up to timeout_ms) until everything queued is sent.
   void drain(int timeout_ms);
-  bool wants_write() const noexcept { return !pending_.empty(); }
+  bool wants_write() const noexcept { return pending_bytes() > 0; }
+  // Bytes queued but not yet accepted by the socket.
+  std::size_t pending_bytes() const noexcept { return pending_.size() - sent_; }
   bool broken() const noexcept { return broken_; }
 
  private:
+  void after_queue();
+
   unique_fd fd_;
   control::frame_decoder decoder_;
   std::string pending_;
+  std::size_t sent_ = 0;  // bytes of pending_ already sent
   bool broken_ = false;
 };
 

@@ -6,13 +6,30 @@
 //   {"event":"ready","id":..,"pid":<host pid of the supervisor>,"outer_pid":..,
 //    "host_uid":N,"host_gid":N,"expires_at":<unix s>,"max_execution_s":N,"children":["k1",..]}
 // gateway -> supervisor (a "req" number is echoed in the reply):
-//   {"op":"spawn","req":1,"id":"k1","argv":[..],"env":{..},"cwd":"/workspace","log":"/run/sandgate/k1.log"}
+//   {"op":"spawn","req":1,"id":"k1","argv":[..],"env":{..},"cwd":"/workspace","log":"/run/sandgate/k1.log",
+//    "capture":true,"output_limit":1048576,"stdin":"<base64>","timeout_ms":N}
 //     -> {"req":1,"ok":true,"pid":<pid inside>} | {"req":1,"ok":false,"error":".."}
+//     optional: capture (default false): stdout and stderr go to pipes that the
+//       supervisor forwards as output events ("log" is then unused);
+//       output_limit: bytes forwarded per stream (default 1 MiB), the rest is
+//       read and dropped; stdin: bytes written to the child's stdin, which is
+//       then closed (absent: /dev/null); timeout_ms: the supervisor SIGKILLs the
+//       child and all its descendants at that deadline.
 //   {"op":"signal","req":2,"id":"k1","signal":2,"group":true} -> {"req":2,"ok":true}
+//   {"op":"kill","req":5,"id":"k1"} -> {"req":5,"ok":true}: SIGKILL to the child and every
+//     descendant (setsid cannot escape it), ok even when it already ended
+//   {"op":"extend","req":6,"expires_at":<unix s>} -> {"req":6,"ok":true}: new TTL deadline
+//     (later or earlier), for the supervisor and the outer process's backstop
 //   {"op":"ping","req":3} -> {"req":3,"ok":true}
 //   {"op":"shutdown","req":4} -> {"req":4,"ok":true}, then everything ends
+// supervisor -> gateway, output of a child spawned with capture (chunks of at
+// most 64 KiB raw, every one before the child's exit event):
+//   {"event":"output","id":"k1","stream":"stdout"|"stderr","data":"<base64>"}
 // supervisor -> gateway, whenever a named child ends:
 //   {"event":"exit","id":"k1","code":N} | {"event":"exit","id":"k1","signal":9,"oom":true}
+//   plus "timed_out":true when timeout_ms killed it and "truncated":true when
+//   captured output was not all forwarded (a stream passed output_limit, or no
+//   gateway was connected to receive it).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +45,8 @@
 namespace sandgate::sandboxing::control {
 
 inline constexpr std::size_t max_frame_bytes = 1u << 20;
+inline constexpr std::uint64_t default_output_limit_bytes = 1u << 20;  // per stream
+inline constexpr std::size_t max_output_chunk_bytes = 64u << 10;       // raw bytes per output event
 
 enum class frame_errc { frame_too_large = 1, not_json, not_an_object };
 const std::error_category& frame_category() noexcept;
@@ -60,7 +79,21 @@ struct spawn_request {
   std::vector<std::string> argv;           // argv[0] without '/' is looked up in env PATH
   std::map<std::string, std::string> env;  // the whole environment (policy env.set underneath)
   std::string cwd = "/workspace";
-  std::string log;  // inside path for stdout+stderr; empty: /dev/null
+  std::string log;       // inside path for stdout+stderr; empty: /dev/null
+  bool capture = false;  // stdout and stderr forwarded as output events instead of log
+  std::uint64_t output_limit_bytes = default_output_limit_bytes;  // per captured stream
+  std::optional<std::string> stdin_data = std::nullopt;           // raw ("stdin" is base64); none: /dev/null
+  std::optional<std::uint64_t> timeout_ms = std::nullopt;  // the supervisor kills the child's tree then
+};
+
+struct kill_request {
+  std::uint64_t req = 0;
+  std::string id;
+};
+
+struct extend_request {
+  std::uint64_t req = 0;
+  std::int64_t expires_at = 0;  // unix seconds, the sandbox's new TTL deadline
 };
 
 struct signal_request {
@@ -93,7 +126,23 @@ struct exit_event {
   std::optional<int> code;    // set when the child exited
   std::optional<int> signal;  // set when a signal ended it
   bool oom = false;           // the cgroup's OOM killer ended it
+  bool timed_out = false;     // the spawn's timeout_ms killed it
+  bool truncated = false;     // captured output was not all forwarded
 };
+
+enum class output_stream { standard_output, standard_error };
+std::string_view to_string(output_stream stream) noexcept;  // "stdout" / "stderr"
+
+struct output_event {
+  std::string id;
+  output_stream stream = output_stream::standard_output;
+  std::string data;  // raw bytes ("data", base64 on the wire)
+};
+
+// Appends the frame of an output event to buffer (no intermediate JSON tree:
+// the supervisor's hot path for captured output).
+void append_output_frame(std::string& buffer, std::string_view id, output_stream stream,
+                         std::string_view data);
 
 void to_json(nlohmann::json& j, const spawn_request& m);
 void from_json(const nlohmann::json& j, spawn_request& m);
@@ -105,6 +154,12 @@ void to_json(nlohmann::json& j, const ready_event& m);
 void from_json(const nlohmann::json& j, ready_event& m);
 void to_json(nlohmann::json& j, const exit_event& m);
 void from_json(const nlohmann::json& j, exit_event& m);
+void to_json(nlohmann::json& j, const kill_request& m);
+void from_json(const nlohmann::json& j, kill_request& m);
+void to_json(nlohmann::json& j, const extend_request& m);
+void from_json(const nlohmann::json& j, extend_request& m);
+void to_json(nlohmann::json& j, const output_event& m);
+void from_json(const nlohmann::json& j, output_event& m);
 
 }  // namespace sandgate::sandboxing::control
 

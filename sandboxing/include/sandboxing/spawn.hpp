@@ -20,6 +20,13 @@ struct spawn_spec {
   std::string cwd = "/workspace";
   std::string log;             // stdout+stderr file inside; empty: /dev/null
   bool inherit_stdio = false;  // keep fds 0-2 (standalone mode)
+  // Descriptors the child takes as its stdio (the caller keeps ownership):
+  int stdin_fd = -1;   // read end of a pipe; -1: /dev/null
+  int stdout_fd = -1;  // write end of a pipe; -1: log
+  int stderr_fd = -1;  // write end of a pipe; -1: log
+  // cgroup.procs of the child's own cgroup: the child moves itself there
+  // before anything else, so all its descendants are born inside. -1: none.
+  int cgroup_procs_fd = -1;
 };
 
 struct confinement {

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Integration tests of commands with captured output, the kill op and TTL
+extension, against a real sandgate-sandbox over its control socket (as root).
+
+usage: test_commands.py SANDGATE_SANDBOX POLICY_JSON [unittest args]
+"""
+import base64
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+import test_sandbox as base
+from test_sandbox import host_processes_with, make_policy, supervised
+
+
+def poll_until(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while not predicate():
+        if time.time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.02)
+
+
+def sandbox_sessions(marker):
+    """(pid, sid, pgid) of host processes whose command line holds marker."""
+    out = subprocess.run(["ps", "-eo", "pid=,sid=,pgid=,args="], capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        if marker in line and "ps -eo" not in line:
+            pid, sid, pgid = (int(x) for x in line.split()[:3])
+            rows.append((pid, sid, pgid))
+    return rows
+
+
+class command:
+    """One spawn with capture: its reply, then every event about it up to its exit."""
+
+    def __init__(self, client, child_id, argv, timeout=60, **fields):
+        self.started = time.time()
+        self.reply = client.request("spawn", id=child_id, argv=argv, capture=True, **fields)
+        self.client = client
+        self.id = child_id
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.chunks = []
+        self.exit = None
+        self.timeout = timeout
+
+    def wait(self):
+        assert self.reply["ok"], self.reply
+        while self.exit is None:
+            event = self.client.next_event_of(self.id, timeout=self.timeout)
+            if event["event"] == "output":
+                raw = base64.b64decode(event["data"], validate=True)
+                self.chunks.append(len(raw))
+                (self.stdout if event["stream"] == "stdout" else self.stderr).extend(raw)
+            elif event["event"] == "exit":
+                self.exit = event
+                self.ended = time.time()
+        return self
+
+
+def no_output_after_exit(test, client, child_id):
+    """After the exit event nothing more about the child arrives (a ping flushes the stream)."""
+    test.assertTrue(client.request("ping")["ok"])
+    test.assertEqual([m for m in client.events if m.get("id") == child_id], [])
+
+
+class capture_tests(unittest.TestCase):
+    def test_stdout_and_stderr_of_bash_are_captured_separately(self):
+        with supervised() as s:
+            c = command(s.client, "c1", ["/bin/bash", "-c", "echo out; echo err >&2; printf tail; exit 3"]).wait()
+            self.assertEqual(bytes(c.stdout), b"out\ntail")
+            self.assertEqual(bytes(c.stderr), b"err\n")
+            self.assertEqual(c.exit["code"], 3)
+            self.assertNotIn("truncated", c.exit)
+            self.assertNotIn("timed_out", c.exit)
+            no_output_after_exit(self, s.client, "c1")
+            # without stdin, the child's stdin is /dev/null
+            c = command(s.client, "c2", ["/bin/cat"]).wait()
+            self.assertEqual((bytes(c.stdout), c.exit["code"]), (b"", 0))
+
+    def test_binary_output_arrives_whole_in_chunks_of_at_most_64_kib(self):
+        with supervised() as s:
+            data = bytes(range(256)) * 1200  # 300 KiB, every byte value
+            code = "import sys\nsys.stdout.buffer.write(bytes(range(256)) * 1200)\n"
+            c = command(s.client, "bin", ["/usr/bin/python3", "-c", code]).wait()
+            self.assertEqual(c.exit["code"], 0)
+            self.assertEqual(bytes(c.stdout), data)
+            self.assertGreater(len(c.chunks), 1)
+            self.assertLessEqual(max(c.chunks), 64 << 10)
+
+    def test_stdin_is_passed_through_then_closed(self):
+        with supervised() as s:
+            data = os.urandom(200 << 10)  # more than a pipe holds: written as the child reads
+            c = command(s.client, "cat", ["/bin/cat"], stdin=base64.b64encode(data).decode()).wait()
+            self.assertEqual(c.exit["code"], 0, "cat saw the end of its input")
+            self.assertEqual(bytes(c.stdout), data)
+
+    def test_output_limit_truncates_but_the_child_runs_to_its_end(self):
+        with supervised() as s:
+            code = ("import sys\nsys.stdout.write('x' * 300000); sys.stdout.flush()\n"
+                    "sys.stderr.write('done'); sys.exit(5)\n")
+            c = command(s.client, "big", ["/usr/bin/python3", "-c", code], output_limit=100000).wait()
+            self.assertEqual(c.exit["code"], 5, "the child was not blocked nor killed by the limit")
+            self.assertTrue(c.exit.get("truncated"), c.exit)
+            self.assertEqual(bytes(c.stdout), b"x" * 100000)
+            self.assertEqual(bytes(c.stderr), b"done")
+            # exactly at the limit is not truncated
+            c = command(s.client, "exact", ["/usr/bin/printf", "12345"], output_limit=5).wait()
+            self.assertEqual(bytes(c.stdout), b"12345")
+            self.assertNotIn("truncated", c.exit)
+
+    def test_malformed_capture_fields_are_refused(self):
+        with supervised() as s:
+            bad = s.client.request("spawn", id="x", argv=["/bin/true"], capture=True, stdin="not base64!")
+            self.assertFalse(bad["ok"])
+            self.assertIn("stdin", bad["error"])
+            bad = s.client.request("spawn", id="x", argv=["/bin/true"], timeout_ms=-1)
+            self.assertFalse(bad["ok"])
+            self.assertTrue(s.client.request("ping")["ok"])
+
+
+class kill_tests(unittest.TestCase):
+    def test_timeout_kills_the_child_and_a_setsid_daemon(self):
+        with supervised() as s:
+            marker = f"10{os.getpid()}"
+            script = f"setsid sleep {marker}1 >/dev/null 2>&1 & echo started; sleep 100"
+            c = command(s.client, "t", ["/bin/bash", "-c", script], timeout_ms=1500)
+            poll_until(lambda: sandbox_sessions(f"sleep {marker}1"), 20, "the daemon started")
+            (daemon_pid, daemon_sid, _), = sandbox_sessions(f"sleep {marker}1")
+            self.assertEqual(daemon_pid, daemon_sid, "the grandchild leads a session of its own")
+            c.wait()
+            self.assertEqual(c.exit.get("signal"), 9, c.exit)
+            self.assertTrue(c.exit.get("timed_out"), c.exit)
+            self.assertGreaterEqual(c.ended - c.started, 1.4)
+            self.assertEqual(bytes(c.stdout), b"started\n")
+            poll_until(lambda: not host_processes_with(f"sleep {marker}1"), 10, "the setsid daemon is gone")
+            self.assertTrue(s.client.request("ping")["ok"])
+
+    def test_kill_reaches_a_grandchild_that_left_with_setsid(self):
+        with supervised() as s:
+            marker = f"20{os.getpid()}"
+            script = f"(setsid sleep {marker}1 >/dev/null 2>&1 &); sleep {marker}2"
+            c = command(s.client, "k", ["/bin/bash", "-c", script])
+            poll_until(lambda: sandbox_sessions(f"sleep {marker}1") and sandbox_sessions(f"sleep {marker}2"), 20,
+                       "both sleeps started")
+            (_, daemon_sid, daemon_pgid), = sandbox_sessions(f"sleep {marker}1")
+            (_, child_sid, child_pgid), = sandbox_sessions(f"sleep {marker}2")
+            self.assertNotEqual(daemon_sid, child_sid)
+            self.assertNotEqual(daemon_pgid, child_pgid, "a process-group kill would miss it")
+            self.assertTrue(s.client.request("kill", id="k")["ok"])
+            c.wait()
+            self.assertEqual(c.exit.get("signal"), 9, c.exit)
+            self.assertNotIn("timed_out", c.exit)
+            poll_until(lambda: not host_processes_with(f"sleep {marker}"), 10, "the whole tree is gone")
+            self.assertTrue(s.client.request("kill", id="k")["ok"], "ok even after it ended")
+            self.assertTrue(s.client.request("kill", id="never-spawned")["ok"])
+
+    def test_kill_works_for_children_without_capture(self):
+        with supervised() as s:
+            marker = f"30{os.getpid()}"
+            script = f"(setsid sleep {marker} &); exec sleep 1000"
+            self.assertTrue(s.client.request("spawn", id="plain", argv=["/bin/sh", "-c", script])["ok"])
+            poll_until(lambda: host_processes_with(f"sleep {marker}"), 20, "the daemon started")
+            self.assertTrue(s.client.request("kill", id="plain")["ok"])
+            self.assertEqual(s.client.wait_event("exit", "plain")["signal"], 9)
+            poll_until(lambda: not host_processes_with(f"sleep {marker}"), 10, "the daemon is gone")
+
+    def test_a_daemon_holding_stdout_does_not_hold_back_the_exit(self):
+        with supervised() as s:
+            marker = f"40{os.getpid()}"
+            script = f"setsid sleep {marker} & echo hi"
+            c = command(s.client, "d", ["/bin/bash", "-c", script]).wait()
+            self.assertEqual(c.exit.get("code"), 0, c.exit)
+            self.assertEqual(bytes(c.stdout), b"hi\n")
+            self.assertLess(c.ended - c.started, 10, "the wait for the daemon's end of the pipe is capped")
+            poll_until(lambda: not host_processes_with(f"sleep {marker}"), 10,
+                       "the daemon that kept the pipe open was killed")
+            no_output_after_exit(self, s.client, "d")
+
+    def test_children_may_reuse_an_id_after_its_exit(self):
+        with supervised() as s:
+            for _ in range(3):
+                c = command(s.client, "same", ["/bin/echo", "again"]).wait()
+                self.assertEqual(bytes(c.stdout), b"again\n")
+
+
+class extend_tests(unittest.TestCase):
+    def test_an_extended_sandbox_outlives_its_first_ttl_and_the_outer_backstop(self):
+        policy = make_policy(ttl_s=3)
+        with supervised(policy) as s:
+            first = s.ready["expires_at"]
+            new = int(time.time()) + 30
+            self.assertTrue(s.client.request("extend", expires_at=new)["ok"])
+            # past the old TTL (3 s) and past the outer process's backstop for it (TTL + 10 s)
+            target = first + 14
+            while time.time() < target:
+                self.assertTrue(s.client.request("ping")["ok"])
+                self.assertIsNone(s.proc.poll())
+                time.sleep(0.5)
+            self.assertTrue(s.client.request("ping")["ok"])
+            self.assertIsNone(s.proc.poll(), "the outer process did not kill the extended sandbox")
+            s.client.close()
+            s.client = base.control_client(s.control)
+            self.assertEqual(s.client.receive()["expires_at"], new)
+
+    def test_a_shortened_sandbox_ends(self):
+        with supervised() as s:
+            self.assertGreater(s.ready["expires_at"], time.time() + 3600)
+            self.assertTrue(s.client.request("spawn", id="k", argv=["/bin/sleep", "1008"])["ok"])
+            self.assertTrue(s.client.request("extend", expires_at=int(time.time()) + 2)["ok"])
+            s.proc.communicate(timeout=20)
+            self.assertEqual(s.proc.returncode, 124)
+            self.assertEqual(host_processes_with("sleep 1008"), [])
+
+    def test_nonsense_deadlines_are_refused(self):
+        with supervised() as s:
+            self.assertFalse(s.client.request("extend", expires_at=0)["ok"])
+            self.assertFalse(s.client.request("extend", expires_at=int(time.time()) + 400 * 86400)["ok"])
+            self.assertFalse(s.client.request("extend")["ok"])
+            self.assertTrue(s.client.request("ping")["ok"])
+
+
+if __name__ == "__main__":
+    base.SANDBOX = os.path.abspath(sys.argv[1])
+    base.POLICY = os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
