@@ -52,7 +52,12 @@ test('files: upload, list, download, delete', { timeout: 60000 }, async () => {
   assert.equal(new TextDecoder().decode(await client.downloadFile(sandbox.id, 'data/in.csv')), 'a,b\n1,2\n');
   await client.deleteFile(sandbox.id, 'data/blob.bin');
   await assert.rejects(client.downloadFile(sandbox.id, 'data/blob.bin'), (e) => e instanceof SandgateError && e.status === 404);
+  // The client refuses `..` and absolute paths itself: a URL parser would resolve them into another path.
   await assert.rejects(client.downloadFile(sandbox.id, '../etc/passwd'), (e) => e instanceof SandgateError && e.status === 400);
+  await assert.rejects(client.uploadFile(sandbox.id, '/etc/x', 'x'), (e) => e instanceof SandgateError && e.status === 400);
+  // The gateway refuses a symlink that leads out of the workspace.
+  assert.equal((await client.runCommand(sandbox.id, { cmd: 'ln -s /etc/passwd out-link' })).exit_code, 0);
+  await assert.rejects(client.downloadFile(sandbox.id, 'out-link'), (e) => e instanceof SandgateError && e.status === 400);
 });
 
 test('commands: output, exit codes, cwd, stdin and timeouts', { timeout: 60000 }, async () => {

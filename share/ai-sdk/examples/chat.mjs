@@ -31,24 +31,26 @@ const system =
   'You are a data analyst with a Python sandbox. Use runPython to compute and plot; ' +
   'state is kept between calls. Use runShell for shell commands. Answer briefly.';
 const messages = [];
-const rl = createInterface({ input: process.stdin, output: process.stdout });
+const rl = createInterface({ input: process.stdin });
 console.log(`sandgate chat (${process.env.SANDGATE_MODEL ?? 'scripted mock model'}); an empty line ends it.`);
 
 try {
-  for (;;) {
-    const line = (await rl.question('\nyou> ')).trim();
+  process.stdout.write('\nyou> ');
+  for await (const raw of rl) {
+    const line = raw.trim();
     if (!line) break;
+    if (!process.stdin.isTTY) process.stdout.write(line + '\n');
     messages.push({ role: 'user', content: line });
     const result = streamText({ model, system, messages, tools, stopWhen: stepCountIs(8) });
-    process.stdout.write('\nassistant> ');
+    process.stdout.write('assistant> ');
     for await (const part of result.fullStream) {
       if (part.type === 'text-delta') process.stdout.write(part.text);
       else if (part.type === 'tool-call') console.log(`\n  [${part.toolName}] ${JSON.stringify(part.input)}`);
       else if (part.type === 'tool-result') await showToolResult(part.output);
-      else if (part.type === 'error') console.log(`\n  [error] ${part.error?.message ?? part.error}`);
+      else if (part.type === 'tool-error' || part.type === 'error') console.log(`\n  [error] ${part.error?.request ? part.error.request + ": " : ""}${part.error?.message ?? part.error}`);
     }
     messages.push(...(await result.response).messages);
-    process.stdout.write('\n');
+    process.stdout.write('\n\nyou> ');
   }
 } finally {
   rl.close();

@@ -54,6 +54,12 @@ export interface ExecuteOptions extends ExecuteCallbacks {
 export const CLIENT_STREAM_CHARS = 1024 * 1024;
 export const CLIENT_OUTPUT_BYTES = 32 * 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 30_000;
+
+/** An id as one URL path segment; `.` and `..` would be resolved away by the URL parser. */
+function seg(id: string): string {
+  if (!id || id === '.' || id === '..') throw new SandgateError(400, 'invalid_id', `Invalid id: ${JSON.stringify(id)}`);
+  return encodeURIComponent(id);
+}
 const RECOVERY_POLL_MS = 500;
 
 export class SandgateClient {
@@ -87,17 +93,17 @@ export class SandgateClient {
   // --- Sandboxes -------------------------------------------------------------
 
   /** `POST /api/sandboxes`. */
-  createSandbox(body: CreateSandboxRequest = {}): Promise<Sandbox> {
+  async createSandbox(body: CreateSandboxRequest = {}): Promise<Sandbox> {
     return requestJson(this.http, 'POST', 'api/sandboxes', { json: body, timeoutMs: this.timeoutMs });
   }
 
   /** `GET /api/sandboxes/{id}`; a SandgateError with status 404 (reason `expired`, `culled`, ...) when gone. */
-  getSandbox(id: string): Promise<Sandbox> {
-    return requestJson(this.http, 'GET', `api/sandboxes/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
+  async getSandbox(id: string): Promise<Sandbox> {
+    return requestJson(this.http, 'GET', `api/sandboxes/${seg(id)}`, { timeoutMs: this.timeoutMs });
   }
 
   /** `GET /api/sandboxes`, keeping those whose metadata has every given pair. */
-  listSandboxes(metadata: Record<string, string> = {}): Promise<Sandbox[]> {
+  async listSandboxes(metadata: Record<string, string> = {}): Promise<Sandbox[]> {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(metadata)) q.append(`metadata.${k}`, v);
     const query = q.toString();
@@ -105,42 +111,42 @@ export class SandgateClient {
   }
 
   /** `PATCH /api/sandboxes/{id}`: the sandbox now expires `ttlS` seconds from now. */
-  setSandboxTtl(id: string, ttlS: number): Promise<Sandbox> {
-    return requestJson(this.http, 'PATCH', `api/sandboxes/${encodeURIComponent(id)}`, { json: { ttl_s: ttlS }, timeoutMs: this.timeoutMs });
+  async setSandboxTtl(id: string, ttlS: number): Promise<Sandbox> {
+    return requestJson(this.http, 'PATCH', `api/sandboxes/${seg(id)}`, { json: { ttl_s: ttlS }, timeoutMs: this.timeoutMs });
   }
 
   /** `DELETE /api/sandboxes/{id}`: kills its kernels and commands and frees everything. */
   async deleteSandbox(id: string): Promise<void> {
-    await request(this.http, 'DELETE', `api/sandboxes/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
+    await request(this.http, 'DELETE', `api/sandboxes/${seg(id)}`, { timeoutMs: this.timeoutMs });
   }
 
   // --- Kernels ("contexts") --------------------------------------------------
 
   /** `POST /api/kernels`: a kernel in `sandbox_id`, or in a sandbox of its own without it. */
-  startKernel(body: StartKernelRequest = {}): Promise<KernelModel> {
+  async startKernel(body: StartKernelRequest = {}): Promise<KernelModel> {
     return requestJson(this.http, 'POST', 'api/kernels', { json: body, timeoutMs: this.timeoutMs });
   }
 
-  getKernel(id: string): Promise<KernelModel> {
-    return requestJson(this.http, 'GET', `api/kernels/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
+  async getKernel(id: string): Promise<KernelModel> {
+    return requestJson(this.http, 'GET', `api/kernels/${seg(id)}`, { timeoutMs: this.timeoutMs });
   }
 
-  listKernels(): Promise<KernelModel[]> {
+  async listKernels(): Promise<KernelModel[]> {
     return requestJson(this.http, 'GET', 'api/kernels', { timeoutMs: this.timeoutMs });
   }
 
   async deleteKernel(id: string): Promise<void> {
-    await request(this.http, 'DELETE', `api/kernels/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
+    await request(this.http, 'DELETE', `api/kernels/${seg(id)}`, { timeoutMs: this.timeoutMs });
   }
 
   /** `POST /api/kernels/{id}/interrupt`: SIGINT (or the kernel's interrupt_request); state survives. */
   async interruptKernel(id: string): Promise<void> {
-    await request(this.http, 'POST', `api/kernels/${encodeURIComponent(id)}/interrupt`, { timeoutMs: this.timeoutMs });
+    await request(this.http, 'POST', `api/kernels/${seg(id)}/interrupt`, { timeoutMs: this.timeoutMs });
   }
 
   /** `POST /api/kernels/{id}/restart`: state is lost. */
-  restartKernel(id: string): Promise<KernelModel> {
-    return requestJson(this.http, 'POST', `api/kernels/${encodeURIComponent(id)}/restart`, { timeoutMs: this.timeoutMs });
+  async restartKernel(id: string): Promise<KernelModel> {
+    return requestJson(this.http, 'POST', `api/kernels/${seg(id)}/restart`, { timeoutMs: this.timeoutMs });
   }
 
   // --- Execution -------------------------------------------------------------
@@ -152,6 +158,7 @@ export class SandgateClient {
    * (`kernel_restarted: true`).
    */
   async execute(kernelId: string, code: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
+    seg(kernelId);
     const streaming = !!(options.onStdout || options.onStderr || options.onDisplay || options.onResult || options.onError);
     const mode = options.transport ?? this.transport;
     const useHttp = mode === 'http' || (mode === 'auto' && !streaming && this.restExecute);
@@ -170,8 +177,8 @@ export class SandgateClient {
   }
 
   /** `GET /api/kernels/{id}/executions/{msg_id}`: the record of an execute, sent by any client. */
-  getExecution(kernelId: string, msgId: string): Promise<ExecuteResult> {
-    return requestJson(this.http, 'GET', `api/kernels/${encodeURIComponent(kernelId)}/executions/${encodeURIComponent(msgId)}`, {
+  async getExecution(kernelId: string, msgId: string): Promise<ExecuteResult> {
+    return requestJson(this.http, 'GET', `api/kernels/${seg(kernelId)}/executions/${seg(msgId)}`, {
       timeoutMs: this.timeoutMs,
     });
   }
@@ -185,7 +192,7 @@ export class SandgateClient {
       if (options.signal?.aborted) throw options.signal.reason;
       // The gateway answers when the code ends or at timeout_s plus its grace; this deadline is only a backstop.
       const timeoutMs = options.timeoutS !== undefined ? (options.timeoutS + 120) * 1000 : undefined;
-      return await requestJson<ExecuteResult>(this.http, 'POST', `api/kernels/${encodeURIComponent(kernelId)}/execute`, { json: body, timeoutMs });
+      return await requestJson<ExecuteResult>(this.http, 'POST', `api/kernels/${seg(kernelId)}/execute`, { json: body, timeoutMs });
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
@@ -279,8 +286,8 @@ export class SandgateClient {
   // --- Files -----------------------------------------------------------------
 
   /** `PUT /api/sandboxes/{id}/files/{path}`; parent directories are created. */
-  uploadFile(sandboxId: string, path: string, content: Uint8Array | ArrayBuffer | Blob | string | ReadableStream<Uint8Array>): Promise<UploadedFile> {
-    return requestJson(this.http, 'PUT', `api/sandboxes/${encodeURIComponent(sandboxId)}/files/${encodePath(path)}`, {
+  async uploadFile(sandboxId: string, path: string, content: Uint8Array | ArrayBuffer | Blob | string | ReadableStream<Uint8Array>): Promise<UploadedFile> {
+    return requestJson(this.http, 'PUT', `api/sandboxes/${seg(sandboxId)}/files/${encodePath(path)}`, {
       body: content as BodyInit,
       headers: { 'Content-Type': 'application/octet-stream' },
       timeoutMs: this.timeoutMs,
@@ -289,23 +296,23 @@ export class SandgateClient {
 
   /** `GET /api/sandboxes/{id}/files/{path}`: the file's bytes. */
   async downloadFile(sandboxId: string, path: string): Promise<Uint8Array> {
-    const res = await request(this.http, 'GET', `api/sandboxes/${encodeURIComponent(sandboxId)}/files/${encodePath(path)}`, {
+    const res = await request(this.http, 'GET', `api/sandboxes/${seg(sandboxId)}/files/${encodePath(path)}`, {
       timeoutMs: this.timeoutMs,
     });
     return new Uint8Array(await res.arrayBuffer());
   }
 
   /** Lists a directory of the workspace (the workspace itself by default). */
-  listFiles(sandboxId: string, path = ''): Promise<FileEntry[]> {
+  async listFiles(sandboxId: string, path = ''): Promise<FileEntry[]> {
     const p = encodePath(path);
-    return requestJson(this.http, 'GET', `api/sandboxes/${encodeURIComponent(sandboxId)}/files${p ? '/' + p : ''}`, {
+    return requestJson(this.http, 'GET', `api/sandboxes/${seg(sandboxId)}/files${p ? '/' + p : ''}`, {
       timeoutMs: this.timeoutMs,
     });
   }
 
   /** Removes a file, or a directory with its content. */
   async deleteFile(sandboxId: string, path: string): Promise<void> {
-    await request(this.http, 'DELETE', `api/sandboxes/${encodeURIComponent(sandboxId)}/files/${encodePath(path)}`, {
+    await request(this.http, 'DELETE', `api/sandboxes/${seg(sandboxId)}/files/${encodePath(path)}`, {
       timeoutMs: this.timeoutMs,
     });
   }
@@ -313,9 +320,9 @@ export class SandgateClient {
   // --- Commands --------------------------------------------------------------
 
   /** `POST /api/sandboxes/{id}/commands`: runs a command in the sandbox and answers when it ends. */
-  runCommand(sandboxId: string, body: CommandRequest, options: { signal?: AbortSignal } = {}): Promise<CommandResult> {
+  async runCommand(sandboxId: string, body: CommandRequest, options: { signal?: AbortSignal } = {}): Promise<CommandResult> {
     const timeoutMs = body.timeout_s !== undefined ? (body.timeout_s + 60) * 1000 : undefined;
-    return requestJson(this.http, 'POST', `api/sandboxes/${encodeURIComponent(sandboxId)}/commands`, {
+    return requestJson(this.http, 'POST', `api/sandboxes/${seg(sandboxId)}/commands`, {
       json: body,
       timeoutMs,
       signal: options.signal,

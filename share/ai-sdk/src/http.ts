@@ -68,11 +68,14 @@ export async function requestJson<T>(http: HttpOptions, method: string, path: st
   }
 }
 
-/** Encodes a workspace-relative path for a URL, segment by segment. */
+/**
+ * Encodes a workspace-relative path for a URL, segment by segment. Absolute
+ * paths and `.`/`..` segments are refused here (400, as the gateway would):
+ * a URL parser would resolve them before the request left, into another path.
+ */
 export function encodePath(path: string): string {
-  return path
-    .split('/')
-    .filter((s) => s !== '')
-    .map(encodeURIComponent)
-    .join('/');
+  if (path.startsWith('/')) throw new SandgateError(400, 'invalid_path', `Absolute path refused: ${path} (paths are relative to the workspace)`);
+  const segments = path.split('/').filter((s) => s !== '');
+  if (segments.some((s) => s === '.' || s === '..')) throw new SandgateError(400, 'invalid_path', `Path with . or .. refused: ${path}`);
+  return segments.map(encodeURIComponent).join('/');
 }
