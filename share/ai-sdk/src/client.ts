@@ -288,7 +288,7 @@ export class SandgateClient {
   /** `PUT /api/sandboxes/{id}/files/{path}`; parent directories are created. */
   async uploadFile(sandboxId: string, path: string, content: Uint8Array | ArrayBuffer | Blob | string | ReadableStream<Uint8Array>): Promise<UploadedFile> {
     return requestJson(this.http, 'PUT', `api/sandboxes/${seg(sandboxId)}/files/${encodePath(path)}`, {
-      body: content as BodyInit,
+      body: content as NonNullable<RequestInit['body']>,
       headers: { 'Content-Type': 'application/octet-stream' },
       timeoutMs: this.timeoutMs,
     });

@@ -13,7 +13,7 @@ export interface RequestOptions {
   /** Sent as JSON with Content-Type application/json. */
   json?: unknown;
   /** Sent as it is (file uploads). */
-  body?: BodyInit;
+  body?: NonNullable<RequestInit['body']>;
   headers?: Record<string, string>;
   /** Cancels the request (the caller's signal); rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -29,7 +29,7 @@ export function authHeaders(token: string | undefined): Record<string, string> {
 export async function request(http: HttpOptions, method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
   const what = `${method} /${path}`;
   const headers: Record<string, string> = { ...authHeaders(http.token), ...opts.headers };
-  let body: BodyInit | undefined = opts.body;
+  let body: NonNullable<RequestInit['body']> | undefined = opts.body;
   if (opts.json !== undefined) {
     body = JSON.stringify(opts.json);
     headers['Content-Type'] = 'application/json';

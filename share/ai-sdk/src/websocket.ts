@@ -124,6 +124,6 @@ function openGlobal(url: string, token: string | undefined, timeoutMs: number): 
     sock.onmessage = (ev: MessageEvent) => {
       s.onMessage(typeof ev.data === 'string' ? ev.data : new Uint8Array(ev.data as ArrayBuffer));
     };
-    sock.onclose = (ev: CloseEvent) => s.onClose(ev.code, ev.reason);
+    sock.onclose = (ev: { code: number; reason: string }) => s.onClose(ev.code, ev.reason);
   });
 }
