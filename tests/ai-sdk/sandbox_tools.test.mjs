@@ -85,7 +85,7 @@ test('an expired sandbox is recreated and the tool result says so', { timeout: 1
 
   const second = await run(tools, 'runPython', { code: "'x' in globals()" });
   assert.equal(second.result, 'False');
-  assert.match(second.note, /sandbox of this conversation was expired; a new one was created/);
+  assert.match(second.note, /sandbox of this conversation had expired; a new one was created/);
   const now = await store.get(sessionId);
   assert.notEqual(now.sandboxId, old.sandboxId);
 

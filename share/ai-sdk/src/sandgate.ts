@@ -50,8 +50,18 @@ async function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function goneReason(e: SandgateError): string {
-  return e.isGone ? e.reason : 'no longer known to the gateway';
+/** How a note says what happened to a sandbox or kernel that answered 404. */
+function gonePhrase(e: SandgateError): string {
+  switch (e.reason) {
+    case 'expired':
+      return 'had expired';
+    case 'culled':
+      return 'had been stopped for being idle';
+    case 'deleted':
+      return 'had been deleted';
+    default:
+      return 'was gone';
+  }
 }
 
 export class Sandgate {
@@ -177,7 +187,7 @@ export class Sandgate {
       return undefined;
     } catch (e) {
       if (!(e instanceof SandgateError) || e.status !== 404 || !rec.sandboxId) throw e;
-      const note = `The sandbox of this conversation was ${goneReason(e)}; a new one was created: files and Python state from before are gone.`;
+      const note = `The sandbox of this conversation ${gonePhrase(e)}; a new one was created: files and Python state from before are gone.`;
       await this.newSandbox(sessionId, rec);
       await this.newKernel(sessionId, rec);
       return note;
@@ -193,13 +203,13 @@ export class Sandgate {
         if (!(e instanceof SandgateError) || e.status !== 404) throw e;
         await this.newSandbox(sessionId, rec);
         await this.newKernel(sessionId, rec);
-        return `The sandbox of this conversation was ${goneReason(e)}; a new one was created: files and Python state from before are gone.`;
+        return `The sandbox of this conversation ${gonePhrase(e)}; a new one was created: files and Python state from before are gone.`;
       }
       await this.newKernel(sessionId, rec);
       return 'The Python kernel of this conversation had ended; a new one was started: variables and imports from before are gone, files in the workspace are kept.';
     }
     await this.newKernel(sessionId, rec);
-    return `The Python kernel of this conversation was ${goneReason(cause)}; a new one was started: variables and imports from before are gone.`;
+    return `The Python kernel of this conversation ${gonePhrase(cause)}; a new one was started: variables and imports from before are gone.`;
   }
 
   /** Runs `fn` with the conversation's sandbox id, replacing a sandbox that is gone. */
@@ -218,7 +228,7 @@ export class Sandgate {
         } catch (e2) {
           if (!(e2 instanceof SandgateError) || e2.status !== 404) throw e2;
           await this.newSandbox(sessionId, rec);
-          const note = `The sandbox of this conversation was ${goneReason(e2)}; a new one was created: files and Python state from before are gone.`;
+          const note = `The sandbox of this conversation ${gonePhrase(e2)}; a new one was created: files and Python state from before are gone.`;
           return { value: await fn(rec.sandboxId!), record: rec, note };
         }
         throw e;
