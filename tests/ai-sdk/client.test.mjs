@@ -69,7 +69,7 @@ test('an error reaches onError and the record', { timeout: 60000 }, async () => 
 test('a timeout interrupts the kernel and keeps its state', { timeout: 60000 }, async () => {
   await client.execute(kernelId, 'before_timeout = 7');
   const started = Date.now();
-  const r = await client.execute(kernelId, 'import time\ntime.sleep(60)', { timeoutS: 1 });
+  const r = await client.execute(kernelId, 'import time\ntime.sleep(60)', { timeoutS: 2 });
   assert.equal(r.status, 'timeout');
   assert.equal(r.timed_out, true);
   assert.equal(r.kernel_restarted, false);

@@ -152,18 +152,25 @@ test('large output is trimmed for the model with a marker', { timeout: 120000 },
   assert.match(output.stdout, /END\n$/);
 });
 
-test('an aborted tool call interrupts the kernel, which keeps its state', { timeout: 120000 }, async () => {
+test('an aborted tool call interrupts the kernel, which keeps its state; onOutput streams', { timeout: 120000 }, async () => {
   const sessionId = newSessionId('abort');
-  const tools = toolsFor(sessionId);
-  await runOnce(tools, 'survivor = "still here"');
   const controller = new AbortController();
-  const running = tools.runPython.execute(
+  const events = [];
+  // Abort once the code runs (its first output streamed), not before.
+  const tools = toolsFor(sessionId, {
+    onOutput: (e) => {
+      events.push(e);
+      if (e.type === 'stdout' && e.text.includes('working')) controller.abort();
+    },
+  });
+  await runOnce(tools, 'survivor = "still here"');
+  const output = await tools.runPython.execute(
     { code: "import time\nprint('working', flush=True)\ntime.sleep(60)" },
     { toolCallId: 'abort-1', messages: [], abortSignal: controller.signal }
   );
-  setTimeout(() => controller.abort(), 1500);
-  const output = await running;
   assert.equal(output.error?.name, 'KeyboardInterrupt', JSON.stringify(output.error));
+  assert.equal(output.stdout, 'working\n');
+  assert.deepEqual(events.at(-1), { sessionId, toolCallId: 'abort-1', type: 'stdout', text: 'working\n' });
   const [after] = await runOnce(tools, 'survivor');
   assert.equal(after.result, "'still here'");
 });
