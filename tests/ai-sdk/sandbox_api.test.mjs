@@ -67,7 +67,7 @@ test('commands: output, exit codes, cwd, stdin and timeouts', { timeout: 60000 }
   assert.equal(ok.exit_code, 0);
   assert.equal(ok.timed_out, false);
   assert.equal((await client.runCommand(sandbox.id, { cmd: 'exit 3' })).exit_code, 3);
-  assert.equal((await client.runCommand(sandbox.id, { cmd: ['cat', 'in.csv'], cwd: 'data' })).stdout, 'a,b\n1,2\n');
+  assert.equal((await client.runCommand(sandbox.id, { cmd: ['/bin/cat', 'in.csv'], cwd: 'data' })).stdout, 'a,b\n1,2\n');
   assert.equal((await client.runCommand(sandbox.id, { cmd: 'wc -c', stdin: 'abcd' })).stdout.trim(), '4');
   const slow = await client.runCommand(sandbox.id, { cmd: 'sleep 30', timeout_s: 1 });
   assert.equal(slow.timed_out, true);
@@ -78,7 +78,7 @@ test('a kernel started in the sandbox shares its workspace; REST execute with a 
   const k = await client.startKernel({ ...(kernelName ? { name: kernelName } : {}), sandbox_id: sandbox.id });
   assert.equal(k.sandbox_id, sandbox.id);
   assert.deepEqual((await client.getSandbox(sandbox.id)).kernels.map((m) => m.id), [k.id]);
-  const r = await client.execute(k.id, "open('data/in.csv').read()", { transport: 'http' });
+  const r = await client.execute(k.id, "open('/workspace/data/in.csv').read()", { transport: 'http' });
   assert.equal(r.status, 'ok');
   assert.equal(r.result, "'a,b\\n1,2\\n'");
   await client.execute(k.id, 'kept = 5', { transport: 'http' });

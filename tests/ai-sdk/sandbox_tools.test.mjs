@@ -34,7 +34,7 @@ test('an uploaded CSV is read with pandas', { timeout: 120000 }, async () => {
   const tools = toolsFor(sessionId);
   const up = await sandgate.uploadFile(sessionId, 'sales.csv', new TextEncoder().encode('region,amount\nnorth,10\nsouth,32\nnorth,5\n'));
   assert.equal(up.path, '/workspace/sales.csv');
-  assert.equal(up.size, 38);
+  assert.equal(up.size, 40);
   assert.match(up.hint, /\/workspace\/sales\.csv/);
   const model = scriptedModel([
     callTool('runPython', { code: `import pandas as pd\ndf = pd.read_csv(${JSON.stringify(up.path)})\nint(df.groupby('region').amount.sum()['north'])` }),
@@ -73,25 +73,30 @@ test('readFile returns what the code wrote', { timeout: 120000 }, async () => {
 });
 
 test('an expired sandbox is recreated and the tool result says so', { timeout: 120000 }, async () => {
-  const short = new Sandgate({ url, token, store, kernelName, sandbox: { ttl_s: 2 } });
   const sessionId = newSessionId('expired');
-  opened.push(sessionId);
-  const tools = createSandgateTools({ sandgate: short, sessionId });
+  const tools = toolsFor(sessionId);
+  // Ends the conversation's sandbox now: its TTL set to 1 s (PATCH), then past.
+  const expire = async () => {
+    const { sandboxId } = await store.get(sessionId);
+    await sandgate.client.setSandboxTtl(sandboxId, 1);
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal((await api('GET', `api/sandboxes/${sandboxId}`)).body.reason, 'expired');
+    return sandboxId;
+  };
   const first = await run(tools, 'runPython', { code: 'x = 1' });
   assert.equal(first.note, undefined);
-  const old = await store.get(sessionId);
-  await new Promise((r) => setTimeout(r, 4000));
-  assert.equal((await api('GET', `api/sandboxes/${old.sandboxId}`)).body.reason, 'expired');
+  const old = await expire();
 
   const second = await run(tools, 'runPython', { code: "'x' in globals()" });
   assert.equal(second.result, 'False');
   assert.match(second.note, /sandbox of this conversation had expired; a new one was created/);
   const now = await store.get(sessionId);
-  assert.notEqual(now.sandboxId, old.sandboxId);
+  assert.notEqual(now.sandboxId, old);
+  assert.equal((await api('GET', `api/sandboxes/${now.sandboxId}`)).status, 200);
 
   // runShell recreates it as well.
-  await new Promise((r) => setTimeout(r, 4000));
+  await expire();
   const shell = await run(tools, 'runShell', { command: 'true' });
   assert.equal(shell.exitCode, 0);
-  assert.match(shell.note, /expired/);
+  assert.match(shell.note, /had expired/);
 });
