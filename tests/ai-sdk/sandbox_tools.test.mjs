@@ -1,7 +1,8 @@
 // The tools in their default mode, a sandbox per conversation, against a
-// real sandgate: uploads read with pandas, runShell, and an expired sandbox
-// recreated with a note. NOT REGISTERED in CTest until the gateway serves
-// the Sandgate API of docs/api.md; run by hand with:
+// real sandgate: runShell, uploads (read with pandas), readFile, and an
+// expired sandbox recreated with a note. NOT REGISTERED in CTest until the
+// gateway serves the Sandgate API of docs/api.md and the test gateway runs
+// sandboxed (commands run only in sandboxes); run by hand with:
 //   python3 ../e2e/run_with_gateway.py -- node --test $PWD/sandbox_tools.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ const { createSandgateTools, Sandgate, InMemorySessionStore } = sdk;
 const store = new InMemorySessionStore();
 const sandgate = new Sandgate({ url, token, store, kernelName, sandbox: { ttl_s: 600 } });
 const opened = [];
+const text = (bytes) => new TextDecoder().decode(bytes);
 
 function toolsFor(sessionId) {
   opened.push(sessionId);
@@ -28,6 +30,42 @@ async function run(tools, toolName, input) {
   const result = await generateText({ model, tools, prompt: 'go', stopWhen: stepCountIs(4) });
   return toolResults(result)[0].output;
 }
+
+// Ends the conversation's sandbox now: its TTL set to 1 s (PATCH), then past.
+async function expire(sessionId) {
+  const { sandboxId } = await store.get(sessionId);
+  await sandgate.client.setSandboxTtl(sandboxId, 1);
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal((await api('GET', `api/sandboxes/${sandboxId}`)).body.reason, 'expired');
+  return sandboxId;
+}
+
+test('runShell returns stdout, stderr and exit codes', { timeout: 120000 }, async () => {
+  const sessionId = newSessionId('shell');
+  const tools = toolsFor(sessionId);
+  const ok = await run(tools, 'runShell', { command: 'echo out; echo err >&2' });
+  assert.deepEqual(ok, { stdout: 'out\n', stderr: 'err\n', exitCode: 0, timedOut: false, truncated: false });
+  assert.equal((await run(tools, 'runShell', { command: 'exit 7' })).exitCode, 7);
+  assert.equal((await run(tools, 'runShell', { command: 'no-such-command-here' })).exitCode, 127);
+  assert.equal((await run(tools, 'runShell', { command: 'pwd' })).stdout, '/workspace\n');
+  const slow = await run(tools, 'runShell', { command: 'sleep 30', timeoutS: 1 });
+  assert.equal(slow.timedOut, true);
+  // The conversation's sandbox carries its id as metadata.
+  const { sandboxId } = await store.get(sessionId);
+  assert.equal((await api('GET', `api/sandboxes/${sandboxId}`)).body.metadata.conversation, sessionId);
+});
+
+test('uploadFile puts the file in the workspace; readFile reads what a command wrote', { timeout: 120000 }, async () => {
+  const sessionId = newSessionId('files');
+  const tools = toolsFor(sessionId);
+  const up = await sandgate.uploadFile(sessionId, 'notes/todo.txt', 'buy milk\n');
+  assert.equal(up.path, '/workspace/notes/todo.txt');
+  assert.equal(up.size, 9);
+  assert.equal((await run(tools, 'runShell', { command: 'cat notes/todo.txt' })).stdout, 'buy milk\n');
+  await run(tools, 'runShell', { command: 'echo done > /workspace/out.txt' });
+  assert.equal(text(await sandgate.readFile(sessionId, '/workspace/out.txt')), 'done\n');
+  assert.equal(text(await sandgate.readFile(sessionId, 'out.txt')), 'done\n');
+});
 
 test('an uploaded CSV is read with pandas', { timeout: 120000 }, async () => {
   const sessionId = newSessionId('csv');
@@ -48,55 +86,41 @@ test('an uploaded CSV is read with pandas', { timeout: 120000 }, async () => {
   assert.equal((await api('GET', `api/kernels/${kernelId}`)).body.sandbox_id, sandboxId);
 });
 
-test('runShell returns stdout, stderr and exit codes, in the same workspace as runPython', { timeout: 120000 }, async () => {
-  const tools = toolsFor(newSessionId('shell'));
-  const ok = await run(tools, 'runShell', { command: 'echo out; echo err >&2' });
-  assert.deepEqual(ok, { stdout: 'out\n', stderr: 'err\n', exitCode: 0, timedOut: false, truncated: false });
-  const failed = await run(tools, 'runShell', { command: 'exit 7' });
-  assert.equal(failed.exitCode, 7);
-  const missing = await run(tools, 'runShell', { command: 'no-such-command-here' });
-  assert.equal(missing.exitCode, 127);
+test('runPython and runShell share the workspace', { timeout: 120000 }, async () => {
+  const sessionId = newSessionId('shared');
+  const tools = toolsFor(sessionId);
   const py = await run(tools, 'runPython', { code: "open('/workspace/from_python.txt', 'w').write('hello')" });
   assert.equal(py.error, null);
-  const cat = await run(tools, 'runShell', { command: 'cat /workspace/from_python.txt' });
-  assert.equal(cat.stdout, 'hello');
-  const slow = await run(tools, 'runShell', { command: 'sleep 30', timeoutS: 1 });
-  assert.equal(slow.timedOut, true);
+  assert.equal((await run(tools, 'runShell', { command: 'cat /workspace/from_python.txt' })).stdout, 'hello');
+  await run(tools, 'runShell', { command: 'echo 42 > /workspace/from_shell.txt' });
+  assert.equal((await run(tools, 'runPython', { code: "int(open('/workspace/from_shell.txt').read())" })).result, '42');
+  assert.equal(text(await sandgate.readFile(sessionId, 'from_python.txt')), 'hello');
 });
 
-test('readFile returns what the code wrote', { timeout: 120000 }, async () => {
-  const sessionId = newSessionId('read');
+test('runShell in an expired sandbox gets a new one, and the result says so', { timeout: 120000 }, async () => {
+  const sessionId = newSessionId('expired-shell');
   const tools = toolsFor(sessionId);
-  await run(tools, 'runPython', { code: "with open('/workspace/out.txt', 'w') as f:\n    f.write('result: 42')" });
-  assert.equal(new TextDecoder().decode(await sandgate.readFile(sessionId, '/workspace/out.txt')), 'result: 42');
-  assert.equal(new TextDecoder().decode(await sandgate.readFile(sessionId, 'out.txt')), 'result: 42');
+  await run(tools, 'runShell', { command: 'touch /workspace/old.txt' });
+  const old = await expire(sessionId);
+  const shell = await run(tools, 'runShell', { command: 'ls /workspace' });
+  assert.equal(shell.exitCode, 0);
+  assert.doesNotMatch(shell.stdout, /old\.txt/);
+  assert.match(shell.note, /sandbox of this conversation had expired; a new one was created/);
+  assert.notEqual((await store.get(sessionId)).sandboxId, old);
+  const again = await run(tools, 'runShell', { command: 'true' });
+  assert.equal(again.note, undefined);
 });
 
-test('an expired sandbox is recreated and the tool result says so', { timeout: 120000 }, async () => {
-  const sessionId = newSessionId('expired');
+test('runPython in an expired sandbox gets a new one, and the result says so', { timeout: 120000 }, async () => {
+  const sessionId = newSessionId('expired-python');
   const tools = toolsFor(sessionId);
-  // Ends the conversation's sandbox now: its TTL set to 1 s (PATCH), then past.
-  const expire = async () => {
-    const { sandboxId } = await store.get(sessionId);
-    await sandgate.client.setSandboxTtl(sandboxId, 1);
-    await new Promise((r) => setTimeout(r, 3000));
-    assert.equal((await api('GET', `api/sandboxes/${sandboxId}`)).body.reason, 'expired');
-    return sandboxId;
-  };
   const first = await run(tools, 'runPython', { code: 'x = 1' });
   assert.equal(first.note, undefined);
-  const old = await expire();
-
+  const old = await expire(sessionId);
   const second = await run(tools, 'runPython', { code: "'x' in globals()" });
   assert.equal(second.result, 'False');
   assert.match(second.note, /sandbox of this conversation had expired; a new one was created/);
   const now = await store.get(sessionId);
   assert.notEqual(now.sandboxId, old);
   assert.equal((await api('GET', `api/sandboxes/${now.sandboxId}`)).status, 200);
-
-  // runShell recreates it as well.
-  await expire();
-  const shell = await run(tools, 'runShell', { command: 'true' });
-  assert.equal(shell.exitCode, 0);
-  assert.match(shell.note, /had expired/);
 });

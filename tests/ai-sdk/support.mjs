@@ -95,8 +95,12 @@ export function scriptedModel(steps) {
   return model;
 }
 
-/** The tool results of every step of a generateText run, in order. */
+/** The tool results of every step of a generateText run, in order; a tool that threw fails the test with its error. */
 export function toolResults(result) {
+  for (const step of result.steps) {
+    const failed = step.content.find((p) => p.type === 'tool-error');
+    if (failed) throw failed.error instanceof Error ? failed.error : new Error(`${failed.toolName} failed: ${JSON.stringify(failed.error)}`);
+  }
   return result.steps.flatMap((s) => s.toolResults);
 }
 
