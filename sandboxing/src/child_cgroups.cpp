@@ -51,6 +51,9 @@ child_cgroups::leaf child_cgroups::create(std::uint64_t serial) const {
     ::unlinkat(dir_.get(), result.name.c_str(), AT_REMOVEDIR);
     throw sys_error("openat(<sandbox cgroup>, " + procs + ", O_WRONLY)", error);
   }
+  if (version_ == cgroup_version::v2) {
+    result.dir.reset(::openat(dir_.get(), result.name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  }
   return result;
 }
 

@@ -29,6 +29,7 @@ class child_cgroups {
   struct leaf {
     std::string name;  // "c<N>"
     unique_fd procs;   // its cgroup.procs, O_WRONLY: the child writes "0" to move itself
+    unique_fd dir;     // v2: the directory, to clone the child straight into it
   };
   // Creates cgroup c<serial>; throws sys_error naming the call.
   leaf create(std::uint64_t serial) const;

@@ -22,6 +22,7 @@
 #include "sandbox_init.hpp"
 #include "sandboxing/cgroups.hpp"
 #include "sandboxing/sys_error.hpp"
+#include "timing.hpp"
 
 extern char** environ;
 
@@ -41,6 +42,15 @@ std::string random_id() {
     id += hex[b & 15];
   }
   return id;
+}
+
+// Keeps the OOM killer off the supervisor; needs CAP_SYS_RESOURCE, best
+// effort. No exception on failure: the first throw in this static program
+// costs milliseconds (libgcc sorts every unwind entry of the binary).
+void keep_oom_killer_off(pid_t inner) {
+  const std::string path = "/proc/" + std::to_string(inner) + "/oom_score_adj";
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd) (void)!::write(fd.get(), "-1000", 5);
 }
 
 std::map<std::string, std::string> standalone_env(const policy& p) {
@@ -112,18 +122,23 @@ struct host_cgroup {
   unique_fd tracking;  // where the supervisor makes per-child cgroups, or empty
 };
 
-// The sandbox's cgroup, or none when the host has none and that is allowed.
-host_cgroup make_cgroup(const launch_options& options, const id_plan& ids) {
+// The host's cgroup layout; throws when there is none and one is required.
+cgroup_layout find_cgroups(const launch_options& options) {
   const cgroup_layout layout = detect_cgroups(options.cgroup_root);
   if (layout.version == cgroup_version::none && options.require_cgroup) {
     throw sys_error(
         "cgroups: no v2 memory controller nor v1 memory+pids hierarchy under " + options.cgroup_root, ENOENT);
   }
+  return layout;
+}
+
+// The sandbox's cgroup, or none when the host has none and that is allowed.
+host_cgroup make_cgroup(const launch_options& options, const cgroup_layout& layout, const id_plan& ids) {
   host_cgroup result;
   try {
-    sweep_stale_cgroups(layout, options.cgroup_parent, 60);
     result.group = cgroup::create(layout, options.cgroup_parent, options.id, options.sandbox_policy.limits);
     result.oom_counter = result.group.open_oom_counter();
+    detail::timing_mark("outer: cgroup created");
   } catch (const sys_error& e) {
     if (options.require_cgroup) throw;
     std::fprintf(stderr, "sandgate-sandbox: running without cgroup limits: %s\n", e.what());
@@ -177,38 +192,48 @@ void plan_supervisor(const launch_options& options, const id_plan& ids, supervis
 // setup and waits for its verdict. Returns its pid and keeps the outer end
 // of the handshake socket in outer_end (the supervisor reports TTL changes
 // there); throws with the failed step's error after reaping it.
-pid_t start_inner(detail::init_plan& plan, const cgroup& group, unique_fd& outer_end) {
+pid_t start_inner(detail::init_plan& plan, const launch_options& options, const cgroup_layout& layout,
+                  host_cgroup& cg, unique_fd& outer_end) {
   int pair[2];
   check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair),
             "socketpair(AF_UNIX, SOCK_SEQPACKET)");
   unique_fd parent_end(pair[0]);
   unique_fd child_end(pair[1]);
   std::fflush(nullptr);
+  // The network namespace is made by the inner process itself, while this
+  // one writes its id maps (see run_inner).
   const unsigned long flags =
-      CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+      CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
   const long pid = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
   if (pid == -1) {
-    throw sys_error("clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
-                    errno);
+    throw sys_error("clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWIPC|CLONE_NEWUTS)", errno);
   }
   if (pid == 0) {
     parent_end.reset();
     detail::run_inner(plan, child_end.release());
   }
   const auto inner = static_cast<pid_t>(pid);
+  detail::timing_mark("outer: cloned");
   child_end.reset();
   std::string error;
   try {
+    // While the inner process makes its network namespace and opens its bind
+    // sources: its id maps, the cgroup (made now, off the critical path),
+    // and moving it in.
     write_id_maps(inner, plan.ids);
-    group.add(inner);
-    try {  // keep the OOM killer off the supervisor; needs CAP_SYS_RESOURCE, best effort
-      write_file("/proc/" + std::to_string(inner) + "/oom_score_adj", "-1000");
-    } catch (const sys_error&) {
-    }
-    const detail::go_message go{inner};
-    check_sys(::send(parent_end.get(), &go, sizeof go, MSG_NOSIGNAL), "send(handshake go)");
+    detail::timing_mark("outer: id maps written");
+    cg = make_cgroup(options, layout, plan.ids);
+    cg.group.add(inner);
+    detail::timing_mark("outer: inner in cgroup");
+    keep_oom_killer_off(inner);
+    detail::go_message go;
+    go.host_pid = inner;
+    go.child_cgroup_version = cg.group.version();
+    detail::send_go(parent_end.get(), go, cg.oom_counter.get(), cg.tracking.get());
+    detail::timing_mark("outer: go sent");
     char reply[4096];
     const ssize_t n = ::recv(parent_end.get(), reply, sizeof reply, 0);
+    detail::timing_mark("outer: setup reported");
     if (n <= 0) {
       error = "sandbox setup: the inner process ended before reporting";
     } else if (reply[0] != 'O') {
@@ -251,7 +276,7 @@ int launch(launch_options options) {
   plan.sandbox_policy = &p;
   const std::uint32_t slot = options.host_id_slot.value_or(host_id_slot(options.id, default_host_id_slots));
   plan.ids = plan_ids(p.uid, p.gid, options.host_id_base, slot);
-  host_cgroup cg = make_cgroup(options, plan.ids);
+  const cgroup_layout layout = find_cgroups(options);
 
   host_cleanup cleanup{options};
   unique_fd run_dir, workspace;
@@ -273,9 +298,6 @@ int launch(launch_options options) {
   if (control_mode) listener = detail::listen_control_socket(options.control_path);
   plan_rootfs(options, plan.rootfs);
   plan_supervisor(options, plan.ids, plan.supervisor);
-  plan.supervisor.oom_counter_fd = cg.oom_counter.get();
-  plan.supervisor.child_cgroup_fd = cg.tracking.get();
-  plan.supervisor.child_cgroup_version = cg.group.version();
   plan.supervisor.listen_fd = listener.get();
 
   sigset_t mask;
@@ -284,19 +306,26 @@ int launch(launch_options options) {
     sigaddset(&mask, sig);
   check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
   ::signal(SIGPIPE, SIG_IGN);
+  detail::timing_mark("outer: host side prepared");
 
   pid_t inner = 0;
   unique_fd outer_end;
+  host_cgroup cg;  // made by start_inner, removed when the sandbox ends
   try {
-    inner = start_inner(plan, cg.group, outer_end);
+    inner = start_inner(plan, options, layout, cg, outer_end);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sandgate-sandbox: %s\n", e.what());
     return setup_failed_exit;
   }
   listener.reset();  // the supervisor holds these now
   cg.tracking.reset();
+  cg.oom_counter.reset();
+  // Off the start's critical path: the sandbox already runs.
+  if (cg.group.version() != cgroup_version::none) sweep_stale_cgroups(layout, options.cgroup_parent, 60);
   const int status = wait_for_inner(inner, plan.supervisor.expires_at, std::move(outer_end));
+  detail::timing_mark("outer: inner ended");
   cg.group.remove();
+  detail::timing_mark("outer: cgroup removed");
   return status;
 }
 

@@ -11,6 +11,7 @@
 
 #include "sandboxing/launcher.hpp"
 #include "sandboxing/policy.hpp"
+#include "timing.hpp"
 
 namespace {
 
@@ -44,6 +45,8 @@ std::uint32_t parse_u32(const std::string& flag, const char* text) {
 
 int main(int argc, char** argv) {
   using namespace sandgate::sandboxing;
+  detail::timing_init();
+  detail::timing_mark("outer: main");
   try {
     launch_options options;
     std::string policy_path;
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
     }
     if (options.host_id_base == 0) throw std::invalid_argument("--host-id-base: 0 would map to host root");
     options.sandbox_policy = load_policy(policy_path.empty() ? default_policy_path() : policy_path);
+    detail::timing_mark("outer: policy loaded");
     return launch(std::move(options));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "sandgate-sandbox: %s\n%s", e.what(), usage);

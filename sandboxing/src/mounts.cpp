@@ -41,6 +41,33 @@ unsigned long locked_flags(const std::string& path) {
   return flags;
 }
 
+// The MS_* flags of MOUNT_ATTR_* ones, for remounting where mount_setattr is missing.
+unsigned long remount_flags(std::uint64_t attr) {
+  unsigned long flags = 0;
+  if (attr & MOUNT_ATTR_RDONLY) flags |= MS_RDONLY;
+  if (attr & MOUNT_ATTR_NOSUID) flags |= MS_NOSUID;
+  if (attr & MOUNT_ATTR_NODEV) flags |= MS_NODEV;
+  if (attr & MOUNT_ATTR_NOEXEC) flags |= MS_NOEXEC;
+  return flags;
+}
+
+std::string attr_names(std::uint64_t attr) {
+  std::string text;
+  const std::pair<std::uint64_t, const char*> names[] = {{MOUNT_ATTR_RDONLY, "MOUNT_ATTR_RDONLY"},
+                                                         {MOUNT_ATTR_NOSUID, "MOUNT_ATTR_NOSUID"},
+                                                         {MOUNT_ATTR_NODEV, "MOUNT_ATTR_NODEV"},
+                                                         {MOUNT_ATTR_NOEXEC, "MOUNT_ATTR_NOEXEC"}};
+  for (const auto& [flag, name] : names) {
+    if (attr & flag) text += (text.empty() ? "" : "|") + std::string(name);
+  }
+  return text.empty() ? "0" : text;
+}
+
+// The old way: one remount per mount, keeping the flags the kernel locks.
+void remount_with(const std::string& target, unsigned long flags) {
+  do_mount(nullptr, target, nullptr, MS_REMOUNT | MS_BIND | flags | locked_flags(target), "", target);
+}
+
 }  // namespace
 
 std::string mount_flag_names(unsigned long flags) {
@@ -59,18 +86,22 @@ std::string mount_flag_names(unsigned long flags) {
 }
 
 void make_dirs(const std::string& path, mode_t mode) {
-  for (std::size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      const std::string part = path.substr(0, i);
-      if (::mkdir(part.c_str(), mode) == -1 && errno != EEXIST) throw sys_error("mkdir(" + part + ")", errno);
-    }
-  }
+  // The common case (the parent exists) is one mkdir; parents only on ENOENT.
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return;
+  const auto slash = path.rfind('/');
+  if (errno != ENOENT || slash == std::string::npos || slash == 0)
+    throw sys_error("mkdir(" + path + ")", errno);
+  make_dirs(path.substr(0, slash), mode);
+  if (::mkdir(path.c_str(), mode) == -1 && errno != EEXIST) throw sys_error("mkdir(" + path + ")", errno);
 }
 
 void make_file(const std::string& path, mode_t mode) {
-  const auto slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));
   unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode));
+  const auto slash = path.rfind('/');
+  if (!fd && errno == ENOENT && slash != std::string::npos && slash > 0) {
+    make_dirs(path.substr(0, slash));
+    fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode));
+  }
   if (!fd) throw sys_error("open(" + path + ", O_CREAT)", errno);
 }
 
@@ -92,16 +123,34 @@ void bind_path(const std::string& source, const std::string& target, bool read_o
     make_file(target);
   }
   do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, "", source);
-  unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | locked_flags(target);
-  if (read_only) flags |= MS_RDONLY;
-  do_mount(nullptr, target, nullptr, flags, "", source);
+  restrict_mount_tree(target, MOUNT_ATTR_NOSUID | (read_only ? MOUNT_ATTR_RDONLY : 0));
 }
 
-void bind_device(const std::string& source, const std::string& target) {
-  make_file(target);
-  do_mount(source.c_str(), target, nullptr, MS_BIND, "", source);
-  do_mount(nullptr, target, nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC | locked_flags(target), "",
-           source);
+void bind_only(const std::string& source, const std::string& target) {
+  struct stat st {};
+  if (::stat(source.c_str(), &st) == -1) throw sys_error("stat(" + source + ")", errno);
+  if (S_ISDIR(st.st_mode)) {
+    make_dirs(target);
+  } else {
+    make_file(target);
+  }
+  do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, "", source);
+}
+
+void restrict_mount_tree(const std::string& target, std::uint64_t attr_set,
+                         const std::vector<std::string>& below) {
+  mount_attr attr{};
+  attr.attr_set = attr_set;
+  if (::mount_setattr(AT_FDCWD, target.c_str(), AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr, sizeof attr) ==
+      0) {
+    return;
+  }
+  if (errno != ENOSYS) {
+    throw sys_error("mount_setattr(" + target + ", AT_RECURSIVE, " + attr_names(attr_set) + ")", errno);
+  }
+  remount_with(target, remount_flags(attr_set));
+  for (const auto& mount : below)
+    remount_with(mount, remount_flags(attr_set));
 }
 
 void mount_tmpfs(const std::string& target, const std::string& options, unsigned long extra_flags) {
@@ -110,7 +159,11 @@ void mount_tmpfs(const std::string& target, const std::string& options, unsigned
 }
 
 void remount_read_only(const std::string& target) {
-  do_mount(nullptr, target, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | locked_flags(target), "", target);
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(AT_FDCWD, target.c_str(), AT_SYMLINK_NOFOLLOW, &attr, sizeof attr) == 0) return;
+  if (errno != ENOSYS) throw sys_error("mount_setattr(" + target + ", MOUNT_ATTR_RDONLY)", errno);
+  remount_with(target, MS_RDONLY);
 }
 
 void pivot_into(const std::string& new_root) {

@@ -1,17 +1,22 @@
-#include "sandboxing/seccomp.hpp"
+#include "sandboxing/seccomp_rules.hpp"
 
 #include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
-#include "sandboxing/sys_error.hpp"
+#include "sandboxing/seccomp.hpp"
+#include "sandboxing/unique_fd.hpp"
 
 namespace sandgate::sandboxing {
 namespace {
@@ -22,7 +27,11 @@ struct filter_deleter {
 using filter_ptr = std::unique_ptr<void, filter_deleter>;
 
 void check(int rc, const std::string& call) {
-  if (rc < 0) throw sys_error(call, -rc);
+  if (rc < 0) throw std::runtime_error(call + ": " + std::strerror(-rc));
+}
+
+[[noreturn]] void fail(const std::string& call) {
+  throw std::runtime_error(call + ": " + std::strerror(errno));
 }
 
 constexpr unsigned long namespace_flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
@@ -76,9 +85,9 @@ void allow_ioctl_except(scmp_filter_ctx ctx, const std::vector<std::uint32_t>& r
 
 }  // namespace
 
-void load_seccomp_filter() {
+std::string compile_seccomp_filter() {
   filter_ptr ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
-  if (!ctx) throw sys_error("seccomp_init(SCMP_ACT_ERRNO(EPERM))", ENOMEM);
+  if (!ctx) throw std::runtime_error("seccomp_init(SCMP_ACT_ERRNO(EPERM)) failed");
   for (const auto& name : allowed_syscalls()) {
     const int nr = seccomp_syscall_resolve_name(name.c_str());
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
@@ -90,7 +99,20 @@ void load_seccomp_filter() {
         "seccomp_rule_add(clone without namespace flags)");
   allow_sockets(ctx.get());
   allow_ioctl_except(ctx.get(), {TIOCSTI, TIOCLINUX});
-  check(seccomp_load(ctx.get()), "seccomp_load");
+  // libseccomp 2.5 exports only to a descriptor.
+  unique_fd out(::memfd_create("seccomp-bpf", MFD_CLOEXEC));
+  if (!out) fail("memfd_create(seccomp-bpf)");
+  check(seccomp_export_bpf(ctx.get(), out.get()), "seccomp_export_bpf");
+  std::string program;
+  char buffer[4096];
+  for (off_t offset = 0;;) {
+    const ssize_t n = ::pread(out.get(), buffer, sizeof buffer, offset);
+    if (n < 0) fail("pread(seccomp-bpf)");
+    if (n == 0) break;
+    program.append(buffer, static_cast<std::size_t>(n));
+    offset += n;
+  }
+  return program;
 }
 
 }  // namespace sandgate::sandboxing

@@ -11,10 +11,12 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "clone_into_cgroup.hpp"
 #include "sandboxing/privileges.hpp"
 #include "sandboxing/seccomp.hpp"
 #include "sandboxing/sys_error.hpp"
 #include "sandboxing/unique_fd.hpp"
+#include "timing.hpp"
 
 namespace sandgate::sandboxing {
 namespace {
@@ -67,8 +69,10 @@ void join_own_cgroup(int procs_fd) {
 }
 
 // Everything between fork and execve; throws on the first failed step.
-[[noreturn]] void become_program(const spawn_spec& spec, const confinement& c) {
-  join_own_cgroup(spec.cgroup_procs_fd);
+[[noreturn]] void become_program(const spawn_spec& spec, const confinement& c, bool in_cgroup) {
+  detail::timing_mark("child: forked");
+  if (!in_cgroup) join_own_cgroup(spec.cgroup_procs_fd);
+  detail::timing_mark("child: joined its cgroup");
   reset_signals();
   check_sys(::setsid(), "setsid()");
   {
@@ -76,7 +80,9 @@ void join_own_cgroup(int procs_fd) {
     if (adj) (void)!::write(adj.get(), "0", 1);
   }
   apply_rlimits(c.rlimits);
+  detail::timing_mark("child: session and rlimits");
   drop_privileges(c.uid, c.gid, c.may_setgroups);
+  detail::timing_mark("child: privileges dropped");
   open_stdio(spec);
   check_sys(::chdir(spec.cwd.c_str()), "chdir(" + spec.cwd + ")");
   set_no_new_privs();
@@ -97,7 +103,9 @@ void join_own_cgroup(int procs_fd) {
   envp.push_back(nullptr);
   check_sys(::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC),
             "close_range(3, ~0, CLOSE_RANGE_CLOEXEC)");
+  detail::timing_mark("child: environment ready");
   load_seccomp_filter();
+  detail::timing_mark("child: seccomp loaded, execve");
   ::execve(program.c_str(), argv.data(), envp.data());
   throw sys_error("execve(" + program + ")", errno);
 }
@@ -125,12 +133,23 @@ pid_t spawn_confined(const spawn_spec& spec, const confinement& c) {
   check_sys(::pipe2(pipe_fds, O_CLOEXEC), "pipe2(O_CLOEXEC)");
   unique_fd read_end(pipe_fds[0]);
   unique_fd write_end(pipe_fds[1]);
-  const pid_t pid = static_cast<pid_t>(check_sys(::fork(), "fork()"));
+  bool in_cgroup = false;
+  long forked = -1;
+  if (spec.cgroup_dir_fd >= 0) {
+    forked = detail::clone_into_cgroup(0, spec.cgroup_dir_fd);
+    in_cgroup = forked >= 0;
+    if (forked < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL) {
+      throw sys_error("clone3(CLONE_INTO_CGROUP)", errno);
+    }
+  }
+  if (!in_cgroup) forked = check_sys(::fork(), "fork()");
+  const auto pid = static_cast<pid_t>(forked);
+  if (pid > 0) detail::timing_mark("spawn: forked (parent)");
   if (pid == 0) {
     read_end.reset();
     std::string error;
     try {
-      become_program(spec, c);
+      become_program(spec, c, in_cgroup);
     } catch (const std::exception& e) {
       error = e.what();
     }

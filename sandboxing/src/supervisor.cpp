@@ -16,6 +16,7 @@
 
 #include "sandboxing/cgroups.hpp"
 #include "sandboxing/sys_error.hpp"
+#include "timing.hpp"
 
 namespace sandgate::sandboxing {
 namespace detail {
@@ -65,6 +66,7 @@ int supervisor::run() {
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 
+  timing_mark("supervisor: loop ready");
   if (config_.standalone) {
     try {
       main_pid_ = spawn_confined(*config_.standalone, config_.confine);

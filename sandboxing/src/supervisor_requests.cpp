@@ -105,6 +105,7 @@ control::reply supervisor::do_spawn(const json& message) {
     if (cgroups_.enabled()) {
       leaf = cgroups_.create(next_cgroup_serial_++);
       spec.cgroup_procs_fd = leaf.procs.get();
+      spec.cgroup_dir_fd = leaf.dir.get();
     }
     pid_t pid = 0;
     try {

@@ -16,6 +16,21 @@ Measures, for each mode:
   sandgate-sandbox processes (outer waiter and supervisor) from
   /proc/<pid>/status, and the kernel's Pss from /proc/<pid>/smaps_rollup.
 Prints a Markdown table. Run as root (sandboxes need it).
+
+    /usr/bin/python3 tests/bench/sandbox_overhead.py --setup-only --runs 50 \
+        --sandbox build/bin/sandgate-sandbox [--sandbox /tmp/old/sandgate-sandbox]
+
+times the sandbox setup alone, without a gateway, for one or more
+sandgate-sandbox binaries (runs interleaved, so that a busy machine's load
+falls on all alike), with the shipped default policy:
+- standalone `-- /bin/date +%s%N`: from just before the process is started to
+  the clock reading of `date` inside (i.e. start -> command exec, plus date's
+  own start-up of about a millisecond), and to the exit of sandgate-sandbox;
+- control mode (--control): from just before the start to the `ready` event
+  read from the control socket (what the gateway's kernel_starting ->
+  sandbox_ready measures), then a shutdown;
+- with SANDGATE_SANDBOX_TIMING=1 (binaries that support it), the median time
+  of every setup step, from sandgate-sandbox's own per-step marks.
 """
 
 import argparse
@@ -45,13 +60,142 @@ def kib(pid, path, field):
     return None
 
 
+def setup_run_standalone(sandbox, policy):
+    """One standalone run: (start -> exec ms, start -> exit ms, [(step, ns)])."""
+    import subprocess
+    env = {**os.environ, "SANDGATE_SANDBOX_TIMING": "1"}
+    t0 = time.time_ns()
+    m0 = time.monotonic_ns()
+    r = subprocess.run([sandbox, "--policy", policy, "--", "/bin/date", "+%s%N"], capture_output=True,
+                       text=True, env=env)
+    m1 = time.monotonic_ns()
+    if r.returncode != 0:
+        raise RuntimeError(f"{sandbox}: exit {r.returncode}: {r.stderr}")
+    exec_ms = (int(r.stdout.strip()) - t0) / 1e6
+    marks = [(m0, "start")]
+    for line in r.stderr.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) == 5 and parts[:2] == ["sandgate-sandbox", "timing"]:
+            marks.append((int(parts[3]), parts[4]))
+    marks.sort()
+    return exec_ms, (m1 - m0) / 1e6, marks
+
+
+def baseline_run():
+    """The same command without a sandbox: start -> exec (ms), start -> exit (ms)."""
+    import subprocess
+    t0 = time.time_ns()
+    m0 = time.monotonic_ns()
+    r = subprocess.run(["/bin/date", "+%s%N"], capture_output=True, text=True, check=True)
+    m1 = time.monotonic_ns()
+    return (int(r.stdout.strip()) - t0) / 1e6, (m1 - m0) / 1e6
+
+
+def setup_run_control(sandbox, policy):
+    """One control-mode run: start -> ready event (ms)."""
+    import socket
+    import struct
+    import subprocess
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="sandgate-bench-")
+    path = os.path.join(tmp, "ctl.sock")
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sandbox, "--policy", policy, "--control", path], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        while True:
+            try:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(path)
+                break
+            except OSError:
+                sock.close()
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{sandbox}: exit {proc.returncode}: {proc.stderr.read()}")
+                time.sleep(0.0005)
+        header = sock.recv(4, socket.MSG_WAITALL)
+        n = struct.unpack(">I", header)[0]
+        ready = json.loads(sock.recv(n, socket.MSG_WAITALL))
+        t1 = time.monotonic()
+        assert ready["event"] == "ready", ready
+        body = json.dumps({"op": "shutdown", "req": 1}).encode()
+        sock.sendall(struct.pack(">I", len(body)) + body)
+        proc.wait(timeout=30)
+        sock.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.rmdir(tmp)
+    return (t1 - t0) * 1000
+
+
+def setup_benchmark(args):
+    here = os.path.dirname(os.path.abspath(__file__))
+    policy = os.path.join(here, "..", "..", "share", "sandgate", "policies", "default.json")
+    sandboxes = [os.path.abspath(p) for p in args.sandbox]
+    results = {p: {"exec": [], "exit": [], "ready": [], "steps": {}} for p in sandboxes}
+    baseline = {"exec": [], "exit": []}
+    load_before = os.getloadavg()
+    for p in sandboxes:  # warm-up: page cache, cgroup parent
+        setup_run_standalone(p, policy)
+    for _ in range(args.runs):
+        time.sleep(args.pause_ms / 1000)
+        exec_ms, exit_ms = baseline_run()
+        baseline["exec"].append(exec_ms)
+        baseline["exit"].append(exit_ms)
+        for p in sandboxes:
+            time.sleep(args.pause_ms / 1000)  # let the last sandbox's teardown (netns, mounts) finish
+            exec_ms, exit_ms, marks = setup_run_standalone(p, policy)
+            res = results[p]
+            res["exec"].append(exec_ms)
+            res["exit"].append(exit_ms)
+            for (t_prev, _), (t, step) in zip(marks, marks[1:]):
+                res["steps"].setdefault(step, []).append((t - t_prev) / 1e6)
+        for p in sandboxes:
+            time.sleep(args.pause_ms / 1000)
+            results[p]["ready"].append(setup_run_control(p, policy))
+    load_after = os.getloadavg()
+    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, Linux {platform.release()}; "
+          f"{args.runs} runs of each, interleaved, {args.pause_ms} ms apart; load average {load_before[0]:.1f} before, "
+          f"{load_after[0]:.1f} after\n")
+    print("| sandgate-sandbox | start → exec p50 (p90) ms | start → exit p50 (p90) ms | "
+          "start → ready (control) p50 (p90) ms |")
+    print("|---|---|---|---|")
+    print(f"| no sandbox (`/bin/date` started directly) | {pct(baseline['exec'], .5):.1f} "
+          f"({pct(baseline['exec'], .9):.1f}) | {pct(baseline['exit'], .5):.1f} ({pct(baseline['exit'], .9):.1f}) "
+          f"| — |")
+    for p in sandboxes:
+        r = results[p]
+        print(f"| {p} | {pct(r['exec'], .5):.1f} ({pct(r['exec'], .9):.1f}) | "
+              f"{pct(r['exit'], .5):.1f} ({pct(r['exit'], .9):.1f}) | "
+              f"{pct(r['ready'], .5):.1f} ({pct(r['ready'], .9):.1f}) |")
+    for p in sandboxes:
+        steps = results[p]["steps"]
+        if len(steps) <= 1:
+            continue
+        print(f"\nsteps of {p} (median ms since the previous mark, in the order of the first run):\n")
+        print("| step | p50 ms |")
+        print("|---|---|")
+        for step, values in steps.items():
+            print(f"| {step} | {statistics.median(values):.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default=os.environ.get("SANDGATE_BUILD_DIR", "build"))
     ap.add_argument("--starts", type=int, default=8)
     ap.add_argument("--executes", type=int, default=100)
     ap.add_argument("--resident", type=int, default=3)
+    ap.add_argument("--setup-only", action="store_true", help="time sandgate-sandbox's setup alone")
+    ap.add_argument("--sandbox", action="append", default=[], help="sandgate-sandbox binary (--setup-only)")
+    ap.add_argument("--runs", type=int, default=30, help="runs per binary (--setup-only)")
+    ap.add_argument("--pause-ms", type=int, default=100, help="pause before each run (--setup-only)")
     args = ap.parse_args()
+    if args.setup_only:
+        if not args.sandbox:
+            args.sandbox = [os.path.join(args.build_dir, "bin", "sandgate-sandbox")]
+        return setup_benchmark(args)
     os.environ["SANDGATE_BUILD_DIR"] = os.path.abspath(args.build_dir)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "security"))

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <seccomp.h>
+#include <sandboxing/seccomp_rules.hpp>
 
 #include <algorithm>
 
@@ -65,4 +66,12 @@ TEST(seccomp, allow_list_names_are_known_and_unique) {
     if (seccomp_syscall_resolve_name(name.c_str()) != __NR_SCMP_ERROR) ++resolved;
   }
   EXPECT_GT(resolved, static_cast<int>(names.size()) * 9 / 10);
+}
+
+TEST(seccomp, embedded_program_is_what_libseccomp_compiles_from_the_rules) {
+  // The build compiles the rules once; a stale embedded program would mean
+  // the sandbox runs other rules than the ones in seccomp_rules.cpp.
+  const std::string fresh = sb::compile_seccomp_filter();
+  EXPECT_GT(fresh.size(), 100u * 8);
+  EXPECT_EQ(sb::seccomp_program(), fresh);
 }

@@ -23,14 +23,15 @@ def poll_until(predicate, timeout, what):
         time.sleep(0.02)
 
 
-def sandbox_sessions(marker):
-    """(pid, sid, pgid) of host processes whose command line holds marker."""
+def sandbox_sessions(command):
+    """(pid, sid, pgid) of host processes whose whole command line is command
+    (not the shell or setsid on their way to exec it, whose arguments hold it too)."""
     out = subprocess.run(["ps", "-eo", "pid=,sid=,pgid=,args="], capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
-        if marker in line and "ps -eo" not in line:
-            pid, sid, pgid = (int(x) for x in line.split()[:3])
-            rows.append((pid, sid, pgid))
+        pid, sid, pgid, args = line.split(None, 3)
+        if args == command:
+            rows.append((int(pid), int(sid), int(pgid)))
     return rows
 
 
@@ -129,7 +130,7 @@ class kill_tests(unittest.TestCase):
             marker = f"10{os.getpid()}"
             script = f"setsid sleep {marker}1 >/dev/null 2>&1 & echo started; sleep 100"
             c = command(s.client, "t", ["/bin/bash", "-c", script], timeout_ms=1500)
-            poll_until(lambda: sandbox_sessions(f"sleep {marker}1"), 20, "the daemon started")
+            poll_until(lambda: len(sandbox_sessions(f"sleep {marker}1")) == 1, 20, "the daemon started")
             (daemon_pid, daemon_sid, _), = sandbox_sessions(f"sleep {marker}1")
             self.assertEqual(daemon_pid, daemon_sid, "the grandchild leads a session of its own")
             c.wait()
@@ -145,8 +146,8 @@ class kill_tests(unittest.TestCase):
             marker = f"20{os.getpid()}"
             script = f"(setsid sleep {marker}1 >/dev/null 2>&1 &); sleep {marker}2"
             c = command(s.client, "k", ["/bin/bash", "-c", script])
-            poll_until(lambda: sandbox_sessions(f"sleep {marker}1") and sandbox_sessions(f"sleep {marker}2"), 20,
-                       "both sleeps started")
+            poll_until(lambda: len(sandbox_sessions(f"sleep {marker}1")) == 1
+                       and len(sandbox_sessions(f"sleep {marker}2")) == 1, 20, "both sleeps started")
             (_, daemon_sid, daemon_pgid), = sandbox_sessions(f"sleep {marker}1")
             (_, child_sid, child_pgid), = sandbox_sessions(f"sleep {marker}2")
             self.assertNotEqual(daemon_sid, child_sid)

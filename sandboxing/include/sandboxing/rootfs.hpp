@@ -2,9 +2,11 @@
 // root with pivot_root:
 //   /usr /bin /sbin /lib /lib64 ... read-only binds of the host's (or the
 //     same symlinks where the host has them, as Debian's merged /usr does)
-//   /etc            generated passwd, group, hosts, hostname, nsswitch.conf
-//                   plus read-only binds of what programs need (ld.so.cache,
-//                   ssl, fonts, alternatives, matplotlibrc, localtime, ...)
+//   /etc            a small read-only tmpfs: generated passwd, group, hosts,
+//                   hostname, nsswitch.conf
+//                   plus what programs need from the host's (ld.so.cache,
+//                   ssl, fonts, alternatives, matplotlibrc, localtime, ...):
+//                   copies of regular files up to 16 KiB, binds of the rest
 //   /proc           a fresh proc of the sandbox's pid namespace
 //   /dev            tmpfs with null zero full random urandom tty bound from
 //                   the host, fd/std* links, /dev/shm tmpfs, /dev/pts

@@ -24,8 +24,11 @@ struct spawn_spec {
   int stdin_fd = -1;   // read end of a pipe; -1: /dev/null
   int stdout_fd = -1;  // write end of a pipe; -1: log
   int stderr_fd = -1;  // write end of a pipe; -1: log
-  // cgroup.procs of the child's own cgroup: the child moves itself there
-  // before anything else, so all its descendants are born inside. -1: none.
+  // The child's own cgroup: on v2 it is cloned straight into cgroup_dir_fd;
+  // otherwise (v1, or a kernel without CLONE_INTO_CGROUP) it moves itself
+  // there through cgroup_procs_fd before anything else. Either way all its
+  // descendants are born inside. -1: none.
+  int cgroup_dir_fd = -1;
   int cgroup_procs_fd = -1;
 };
 
