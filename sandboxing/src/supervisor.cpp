@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "resident_memory.hpp"
 #include "sandboxing/cgroups.hpp"
 #include "sandboxing/sys_error.hpp"
 #include "timing.hpp"
@@ -66,6 +67,7 @@ int supervisor::run() {
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 
+  keep_heap_small();
   timing_mark("supervisor: loop ready");
   if (config_.standalone) {
     try {
@@ -77,9 +79,15 @@ int supervisor::run() {
   }
   while (!exit_code_) {
     epoll_event events[16];
-    const int n = ::epoll_wait(epoll_.get(), events, 16, -1);
+    // Once nothing has happened for a moment after the start or a request,
+    // the memory that work touched is let go (off every critical path).
+    const int n = ::epoll_wait(epoll_.get(), events, 16, pages_released_ ? -1 : release_pages_after_ms);
     if (n < 0 && errno == EINTR) continue;
     check_sys(n, "epoll_wait");
+    if (n == 0) {
+      release_idle_memory();
+      pages_released_ = true;
+    }
     for (int i = 0; i < n && !exit_code_; ++i) {
       const int fd = events[i].data.fd;
       if (fd == signals_.get()) {

@@ -34,6 +34,7 @@ inline constexpr std::chrono::milliseconds drain_after_kill{250};   // then the 
 inline constexpr std::int64_t max_extend_ahead_s = 366ll * 24 * 3600;
 inline constexpr std::uint64_t max_timeout_ms = 366ull * 24 * 3600 * 1000;
 inline constexpr int standalone_ttl_exit = 124;
+inline constexpr int release_pages_after_ms = 500;  // of quiet after the start
 
 class supervisor {
  public:
@@ -104,6 +105,7 @@ class supervisor {
   std::uint64_t oom_kills_seen_ = 0;
   bool output_paused_ = false;
   bool deadlines_changed_ = false;
+  bool pages_released_ = false;
   pid_t main_pid_ = 0;
   std::optional<int> exit_code_;
 };

@@ -33,6 +33,7 @@ pipe_ends make_pipe(bool supervisor_reads) {
 }  // namespace
 
 void supervisor::handle(const json& message) {
+  pages_released_ = false;  // what this request runs is let go again once things are quiet
   control::reply result;
   result.req = message.value("req", std::uint64_t{0});
   const std::string op = message.value("op", std::string());

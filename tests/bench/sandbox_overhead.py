@@ -30,7 +30,10 @@ falls on all alike), with the shipped default policy:
   read from the control socket (what the gateway's kernel_starting ->
   sandbox_ready measures), then a shutdown;
 - with SANDGATE_SANDBOX_TIMING=1 (binaries that support it), the median time
-  of every setup step, from sandgate-sandbox's own per-step marks.
+  of every setup step, from sandgate-sandbox's own per-step marks;
+- resident memory: VmRSS of the outer process and the supervisor of a
+  control-mode sandbox running `sleep`, 1.5 s after the start, and 1.5 s after
+  a child (spawned with capture where the binary supports it) wrote 8 MiB.
 """
 
 import argparse
@@ -130,6 +133,73 @@ def setup_run_control(sandbox, policy):
     return (t1 - t0) * 1000
 
 
+def vm_rss_kib(pid):
+    return kib(pid, "status", "VmRSS")
+
+
+def memory_run(sandbox, policy):
+    """VmRSS (KiB) of outer and supervisor: idle with a child, then after 8 MiB of output."""
+    import base64
+    import socket
+    import struct
+    import subprocess
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="sandgate-bench-")
+    path = os.path.join(tmp, "ctl.sock")
+    proc = subprocess.Popen([sandbox, "--policy", policy, "--control", path], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    buffer = b""
+
+    def send(message):
+        body = json.dumps(message).encode()
+        sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def receive():
+        nonlocal buffer
+        while len(buffer) < 4 or len(buffer) < 4 + struct.unpack(">I", buffer[:4])[0]:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError
+            buffer += chunk
+        n = struct.unpack(">I", buffer[:4])[0]
+        message = json.loads(buffer[4:4 + n])
+        buffer = buffer[4 + n:]
+        return message
+
+    try:
+        for _ in range(2000):
+            try:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(path)
+                break
+            except OSError:
+                sock.close()
+                time.sleep(0.005)
+        ready = receive()
+        outer, sup = ready["outer_pid"], ready["pid"]
+        send({"op": "spawn", "req": 1, "id": "k", "argv": ["/bin/sleep", "1000"]})
+        while receive().get("req") != 1:
+            pass
+        time.sleep(1.5)
+        idle = (vm_rss_kib(outer), vm_rss_kib(sup))
+        code = "import sys\nb = b'y' * 65536\nfor i in range(128): sys.stdout.buffer.write(b)\n"
+        send({"op": "spawn", "req": 2, "id": "burst", "argv": ["/usr/bin/python3", "-c", code], "capture": True,
+              "output_limit": 16 << 20})
+        while True:
+            m = receive()
+            if m.get("event") == "exit" and m.get("id") == "burst":
+                break
+        time.sleep(1.5)
+        burst = (vm_rss_kib(outer), vm_rss_kib(sup))
+        send({"op": "shutdown", "req": 3})
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return idle, burst
+
+
 def setup_benchmark(args):
     here = os.path.dirname(os.path.abspath(__file__))
     policy = os.path.join(here, "..", "..", "share", "sandgate", "policies", "default.json")
@@ -170,6 +240,12 @@ def setup_benchmark(args):
         print(f"| {p} | {pct(r['exec'], .5):.1f} ({pct(r['exec'], .9):.1f}) | "
               f"{pct(r['exit'], .5):.1f} ({pct(r['exit'], .9):.1f}) | "
               f"{pct(r['ready'], .5):.1f} ({pct(r['ready'], .9):.1f}) |")
+    print("\n| sandgate-sandbox | outer VmRSS, idle (after 8 MiB of output) KiB | "
+          "supervisor VmRSS, idle (after 8 MiB of output) KiB |")
+    print("|---|---|---|")
+    for p in sandboxes:
+        (outer_idle, sup_idle), (outer_burst, sup_burst) = memory_run(p, policy)
+        print(f"| {p} | {outer_idle} ({outer_burst}) | {sup_idle} ({sup_burst}) |")
     for p in sandboxes:
         steps = results[p]["steps"]
         if len(steps) <= 1:

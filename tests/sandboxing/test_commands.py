@@ -225,6 +225,33 @@ class extend_tests(unittest.TestCase):
             self.assertTrue(s.client.request("ping")["ok"])
 
 
+def vm_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+class memory_tests(unittest.TestCase):
+    def test_outer_and_supervisor_settle_under_1_mib_once_quiet(self):
+        # The target is 2 MiB each; once quiet they drop the pages their setup
+        # touched (release_idle_memory) and stay far below it.
+        limit = 1 << 10  # KiB
+        with supervised() as s:
+            outer, sup = s.ready["outer_pid"], s.ready["pid"]
+            self.assertTrue(s.client.request("spawn", id="k", argv=["/bin/sleep", "1000"])["ok"])
+            code = "import sys\nb = b'y' * 65536\nfor i in range(128): sys.stdout.buffer.write(b)\n"
+            c = command(s.client, "burst", ["/usr/bin/python3", "-c", code], output_limit=16 << 20).wait()
+            self.assertEqual(len(c.stdout), 8 << 20)
+            poll_until(lambda: vm_rss_kib(outer) < limit and vm_rss_kib(sup) < limit, 10,
+                       "outer and supervisor below 1 MiB once quiet")
+            # and they still work from there
+            self.assertTrue(s.client.request("ping")["ok"])
+            c = command(s.client, "after", ["/bin/echo", "still"]).wait()
+            self.assertEqual(bytes(c.stdout), b"still\n")
+
+
 if __name__ == "__main__":
     base.SANDBOX = os.path.abspath(sys.argv[1])
     base.POLICY = os.path.abspath(sys.argv[2])
