@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -66,6 +67,16 @@ void sleep_ms(long ms) {
 
 const char* const v1_controllers[] = {"memory", "pids", "cpu"};
 
+// The words of a cgroup v2 list file ("cpuset cpu io memory pids").
+std::set<std::string> words(const std::string& text) {
+  std::set<std::string> result;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word)
+    result.insert(word);
+  return result;
+}
+
 }  // namespace
 
 std::string_view to_string(cgroup_version version) {
@@ -83,9 +94,12 @@ std::string_view to_string(cgroup_version version) {
 cgroup_layout detect_cgroups(const std::string& root) {
   cgroup_layout layout;
   layout.root = root;
+  bool unified = false;
   if (exists(root + "/cgroup.controllers")) {
     try {
-      if (read_file(root + "/cgroup.controllers").find("memory") != std::string::npos) {
+      const auto controllers = words(read_file(root + "/cgroup.controllers"));
+      unified = true;
+      if (controllers.contains("memory") && controllers.contains("pids")) {
         layout.version = cgroup_version::v2;
         return layout;
       }
@@ -94,6 +108,9 @@ cgroup_layout detect_cgroups(const std::string& root) {
   }
   if (exists(root + "/memory/memory.limit_in_bytes") && exists(root + "/pids/cgroup.procs")) {
     layout.version = cgroup_version::v1;
+  } else if (unified) {
+    layout.version = cgroup_version::v2;
+    layout.partial = true;
   }
   return layout;
 }
@@ -124,29 +141,43 @@ cgroup cgroup::create(const cgroup_layout& layout, const std::string& parent, co
   if (layout.version == cgroup_version::v2) {
     const std::string parent_dir = layout.root + "/" + parent;
     make_dir(parent_dir);
-    // memory and pids are required; cpu is used when it can be enabled (it
-    // cannot while realtime processes sit in non-root cgroups).
-    bool cpu = read_file(layout.root + "/cgroup.controllers").find("cpu") != std::string::npos;
+    // memory and pids are required (unless the layout is partial: then the
+    // cgroup only tracks and kills processes); cpu is used when it can be
+    // enabled (it cannot while realtime processes sit in non-root cgroups).
+    std::set<std::string> usable;
+    const auto available = words(read_file(layout.root + "/cgroup.controllers"));
+    for (const char* controller : {"memory", "pids", "cpu"}) {
+      if (available.contains(controller)) {
+        usable.insert(controller);
+      } else if (layout.partial) {
+        std::fprintf(stderr, "sandgate-sandbox: cgroup v2 at %s has no %s controller: no %s limit\n",
+                     layout.root.c_str(), controller, controller);
+      } else if (std::string_view(controller) != "cpu") {
+        throw sys_error(layout.root + "/cgroup.controllers: no " + controller + " controller", ENOENT);
+      }
+    }
     for (const std::string& dir : {layout.root, parent_dir}) {
-      const std::string enabled = read_file(dir + "/cgroup.subtree_control");
+      const auto enabled = words(read_file(dir + "/cgroup.subtree_control"));
       for (const std::string controller : {"memory", "pids", "cpu"}) {
-        if (enabled.find(controller) != std::string::npos || (controller == "cpu" && !cpu)) continue;
+        if (!usable.contains(controller) || enabled.contains(controller)) continue;
         try {
           write_file(dir + "/cgroup.subtree_control", "+" + controller);
         } catch (const sys_error& e) {
-          if (controller != "cpu") throw;
-          std::fprintf(stderr, "sandgate-sandbox: no cpu limit: %s\n", e.what());
-          cpu = false;
+          if (controller != "cpu" && !layout.partial) throw;
+          std::fprintf(stderr, "sandgate-sandbox: no %s limit: %s\n", controller.c_str(), e.what());
+          usable.erase(controller);
         }
       }
     }
     const std::string dir = parent_dir + "/" + id;
     if (::mkdir(dir.c_str(), 0755) == -1) throw sys_error("mkdir(" + dir + ")", errno);
     group.dirs_.push_back(dir);
-    write_file(dir + "/memory.max", std::to_string(l.memory_bytes));
-    if (exists(dir + "/memory.swap.max")) write_file(dir + "/memory.swap.max", "0");
-    write_file(dir + "/pids.max", std::to_string(l.pids));
-    if (cpu) write_file(dir + "/cpu.max", std::to_string(quota_us) + " 100000");
+    if (usable.contains("memory")) {
+      write_file(dir + "/memory.max", std::to_string(l.memory_bytes));
+      if (exists(dir + "/memory.swap.max")) write_file(dir + "/memory.swap.max", "0");
+    }
+    if (usable.contains("pids")) write_file(dir + "/pids.max", std::to_string(l.pids));
+    if (usable.contains("cpu")) write_file(dir + "/cpu.max", std::to_string(quota_us) + " 100000");
   } else if (layout.version == cgroup_version::v1) {
     // memory and pids are required, cpu is used when the host mounts it.
     for (const char* controller : v1_controllers) {
@@ -196,6 +227,7 @@ unique_fd cgroup::open_oom_counter() const {
   const std::string path =
       dirs_[0] + (version_ == cgroup_version::v2 ? "/memory.events" : "/memory.oom_control");
   unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd && errno == ENOENT && version_ == cgroup_version::v2) return {};  // no memory controller (partial)
   if (!fd) throw sys_error("open(" + path + ", O_RDONLY)", errno);
   return fd;
 }

@@ -20,10 +20,15 @@ enum class cgroup_version { none, v1, v2 };
 struct cgroup_layout {
   cgroup_version version = cgroup_version::none;
   std::string root = "/sys/fs/cgroup";
+  // v2 without the memory or pids controller (bound to v1 hierarchies, or
+  // not delegated): the cgroup tracks and kills processes but cannot limit
+  // them. Used only when running without limits is allowed.
+  bool partial = false;
 };
 
-// v2 when <root>/cgroup.controllers lists memory, else v1 when
-// <root>/memory is a v1 hierarchy, else none.
+// v2 when <root>/cgroup.controllers lists memory and pids, else v1 when
+// <root>/memory and <root>/pids are v1 hierarchies, else a partial v2 when
+// <root> is a cgroup v2 hierarchy at all, else none.
 cgroup_layout detect_cgroups(const std::string& root = "/sys/fs/cgroup");
 std::string_view to_string(cgroup_version version);
 
@@ -35,7 +40,9 @@ std::uint64_t read_oom_kill_count(int fd);
 class cgroup {
  public:
   // Creates the sandbox's cgroup and writes the limits; throws sys_error
-  // naming the file. The parent is created (and its controllers enabled on v2).
+  // naming the file. The parent is created (and its controllers enabled on
+  // v2). A partial v2 layout gets the limits its controllers allow, each
+  // missing one named in a warning on stderr.
   static cgroup create(const cgroup_layout& layout, const std::string& parent, const std::string& id,
                        const limits& l);
   cgroup() = default;
