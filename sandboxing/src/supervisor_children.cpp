@@ -18,6 +18,14 @@ namespace {
 
 constexpr std::size_t output_budget_bytes = 256u << 10;  // per stream and wake-up, for fairness
 constexpr std::size_t final_drain_bytes = 1u << 20;      // at most, when the pipes are given up
+// While the gateway lags, a stream with at most this much left to forward
+// (or past its limit) is still read: its last bytes cost little, and the rest
+// is dropped, so its writer never blocks.
+constexpr std::uint64_t small_remainder_bytes = 4096;
+
+bool small_remainder(const supervised_child& c, const captured_stream& s) {
+  return s.read_bytes >= c.output_limit_bytes || c.output_limit_bytes - s.read_bytes <= small_remainder_bytes;
+}
 
 // Without a cgroup: every process whose session is the child's (a setpgid
 // cannot leave it; a setsid can, which only the cgroup prevents).
@@ -46,7 +54,7 @@ void supervisor::start_child_io(supervised_child& c) {
     captured_stream& s = c.streams[stream];
     if (!s.fd) continue;
     child_fds_[s.fd.get()] = child_fd{&c, stream};
-    if (!output_paused_) {
+    if (!output_paused_ || small_remainder(c, s)) {
       watch(s.fd.get(), EPOLLIN);
       s.watched = true;
     }
@@ -71,7 +79,7 @@ void supervisor::read_output(supervised_child& c, int stream, std::size_t budget
   const bool drain = budget == 0;
   if (drain) budget = final_drain_bytes;
   const auto kind = static_cast<control::output_stream>(stream);
-  while (s.fd && budget > 0 && (drain || !output_blocked())) {
+  while (s.fd && budget > 0 && (drain || !output_blocked() || small_remainder(c, s))) {
     const ssize_t n = ::read(s.fd.get(), buffer, std::min(sizeof buffer, budget));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -231,8 +239,9 @@ bool supervisor::output_blocked() const {
   return connection_ && connection_->pending_bytes() > output_high_water_bytes;
 }
 
-// Back-pressure: while the gateway is behind, captured pipes leave the epoll
-// set (so a hung-up pipe cannot spin the loop) and their writers block.
+// Back-pressure: while the gateway is behind, captured pipes with more than
+// a little left to forward leave the epoll set (so a hung-up pipe cannot spin
+// the loop) and their writers block; the others keep being drained.
 void supervisor::update_output_interest() {
   const bool pause = output_blocked();
   if (pause == output_paused_) return;
@@ -240,7 +249,7 @@ void supervisor::update_output_interest() {
   for (auto& [fd, which] : child_fds_) {
     if (which.role == 2) continue;
     captured_stream& s = which.child->streams[which.role];
-    if (pause && s.watched) {
+    if (pause && s.watched && !small_remainder(*which.child, s)) {
       unwatch(fd);
       s.watched = false;
     } else if (!pause && !s.watched) {

@@ -36,11 +36,13 @@ def sandbox_sessions(command):
 
 
 class command:
-    """One spawn with capture: its reply, then every event about it up to its exit."""
+    """One spawn with capture: its reply, then every event about it up to its exit.
+    Without argv, the events of a child spawned already."""
 
-    def __init__(self, client, child_id, argv, timeout=60, **fields):
+    def __init__(self, client, child_id, argv=None, timeout=60, **fields):
         self.started = time.time()
-        self.reply = client.request("spawn", id=child_id, argv=argv, capture=True, **fields)
+        self.reply = None if argv is None else client.request("spawn", id=child_id, argv=argv, capture=True,
+                                                              **fields)
         self.client = client
         self.id = child_id
         self.stdout = bytearray()
@@ -50,7 +52,7 @@ class command:
         self.timeout = timeout
 
     def wait(self):
-        assert self.reply["ok"], self.reply
+        assert self.reply is None or self.reply["ok"], self.reply
         while self.exit is None:
             event = self.client.next_event_of(self.id, timeout=self.timeout)
             if event["event"] == "output":
@@ -113,6 +115,24 @@ class capture_tests(unittest.TestCase):
             c = command(s.client, "exact", ["/usr/bin/printf", "12345"], output_limit=5).wait()
             self.assertEqual(bytes(c.stdout), b"12345")
             self.assertNotIn("truncated", c.exit)
+
+    def test_a_stream_past_its_limit_never_blocks_even_when_the_gateway_lags(self):
+        with supervised() as s:
+            # b writes 2 MiB past a 10-byte limit while a's forwarded output
+            # fills the connection and this client reads nothing
+            b_script = "sleep 1; head -c 2000000 /dev/zero; touch /run/sandgate/b.done"
+            self.assertTrue(s.client.request("spawn", id="b", argv=["/bin/sh", "-c", b_script], capture=True,
+                                             output_limit=10)["ok"])
+            a_code = "import sys\nb = b'a' * 65536\nfor i in range(480): sys.stdout.buffer.write(b)\n"
+            self.assertTrue(s.client.request("spawn", id="a", argv=["/usr/bin/python3", "-c", a_code],
+                                             capture=True, output_limit=64 << 20)["ok"])
+            poll_until(lambda: os.path.exists(os.path.join(s.run_dir, "b.done")), 30,
+                       "b ran to its end although nobody read the connection")
+            a = command(s.client, "a").wait()
+            self.assertEqual(len(a.stdout), 480 * 65536)
+            b_exit = s.client.wait_event("exit", "b")
+            self.assertEqual(b_exit.get("code"), 0, b_exit)
+            self.assertTrue(b_exit.get("truncated"), b_exit)
 
     def test_malformed_capture_fields_are_refused(self):
         with supervised() as s:
