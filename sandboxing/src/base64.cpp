@@ -62,7 +62,7 @@ std::optional<std::string> base64_decode(std::string_view text) {
     if (pad == 1 && text[i + 2] == '=') return std::nullopt;  // "x=y=" style
     std::uint32_t v = 0;
     for (std::size_t k = 0; k < 4; ++k) {
-      const std::int8_t d = k >= 4 - pad ? 0 : values[static_cast<unsigned char>(text[i + k])];
+      const std::int8_t d = k >= 4 - pad ? std::int8_t{0} : values[static_cast<unsigned char>(text[i + k])];
       if (d < 0) return std::nullopt;
       v = (v << 6) | static_cast<std::uint32_t>(d);
     }

@@ -135,7 +135,7 @@ struct host_cgroup {
 
 // The host's cgroup layout; throws when there is none and one is required.
 cgroup_layout find_cgroups(const launch_options& options) {
-  const cgroup_layout layout = detect_cgroups(options.cgroup_root);
+  cgroup_layout layout = detect_cgroups(options.cgroup_root);
   if ((layout.version == cgroup_version::none || layout.partial) && options.require_cgroup) {
     throw sys_error(
         "cgroups: no v2 memory+pids controllers nor v1 memory+pids hierarchies under " + options.cgroup_root,

@@ -15,7 +15,7 @@
 namespace sandgate::sandboxing {
 namespace {
 
-constexpr ssize_t copied_etc_file_bytes = 16 * 1024;  // host /etc files up to this size are copied
+constexpr ssize_t copied_etc_file_bytes = ssize_t{16} * 1024;  // host /etc files up to this size are copied
 
 bool host_lstat(const std::string& path, struct stat& st) {
   return ::lstat(path.c_str(), &st) == 0;
