@@ -107,7 +107,9 @@ int wait_for_inner(pid_t inner, std::int64_t expires_at, unique_fd outer_fd) {
       char message[deadline_message_bytes];
       const ssize_t got = ::recv(outer_fd.get(), message, sizeof message, MSG_DONTWAIT);
       if (got == static_cast<ssize_t>(sizeof message) && message[0] == 'T') {
-        std::memcpy(&expires_at, message + 1, sizeof expires_at);
+        std::int64_t moved = 0;
+        std::memcpy(&moved, message + 1, sizeof moved);
+        if (moved <= ::time(nullptr) + max_deadline_ahead_s) expires_at = moved;
       } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
         outer_fd.reset();  // the supervisor is gone (or broke the channel): only waitpid is left
       }

@@ -31,7 +31,6 @@ inline constexpr std::size_t max_pending_stdin_bytes = 16u << 20;  // all childr
 inline constexpr std::size_t output_high_water_bytes = 256u << 10;
 inline constexpr std::chrono::milliseconds drain_after_exit{1000};  // then descendants holding a pipe die
 inline constexpr std::chrono::milliseconds drain_after_kill{250};   // then the pipes are closed regardless
-inline constexpr std::int64_t max_extend_ahead_s = 366ll * 24 * 3600;
 inline constexpr std::uint64_t max_timeout_ms = 366ull * 24 * 3600 * 1000;
 inline constexpr int standalone_ttl_exit = 124;
 inline constexpr int release_pages_after_ms = 500;  // of quiet after the start

@@ -180,7 +180,7 @@ control::reply supervisor::do_extend(const json& message) {
     result.error = "extend: expires_at must be a positive unix time";
     return result;
   }
-  if (request.expires_at > now + max_extend_ahead_s) {
+  if (request.expires_at > now + max_deadline_ahead_s) {
     result.error = "extend: expires_at is more than a year ahead";
     return result;
   }

@@ -43,5 +43,8 @@ int run_supervisor(const supervisor_config& config);
 // The message the supervisor sends the outer process when the TTL moves:
 // 'T' then the new deadline (unix seconds) as a host-endian int64.
 inline constexpr std::size_t deadline_message_bytes = 9;
+// How far ahead a moved deadline may lie; the outer process ignores a report
+// past it (its backstop must not be pushed away by a misbehaving supervisor).
+inline constexpr std::int64_t max_deadline_ahead_s = 366LL * 24 * 3600;
 
 }  // namespace sandgate::sandboxing
