@@ -28,7 +28,10 @@ message message::clone() const {
 }
 
 std::string iso8601_now() {
-  const auto now = std::chrono::system_clock::now();
+  return iso8601(std::chrono::system_clock::now());
+}
+
+std::string iso8601(std::chrono::system_clock::time_point now) {
   const auto since_epoch = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch());
   const auto seconds = std::chrono::floor<std::chrono::seconds>(since_epoch);
   const auto micros = (since_epoch - seconds).count();

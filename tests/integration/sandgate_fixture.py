@@ -30,13 +30,13 @@ SANDGATE = os.path.join(BUILD_DIR, "bin", "sandgate")
 ARTIFACTS = os.path.join(BUILD_DIR, "tests", "artifacts")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Kernels run outside a sandbox until sandboxing is wired into the gateway.
-# This is the ONE place that says so: drop it to test sandboxed kernels.
+# The protocol tests run kernels outside a sandbox (they test the gateway,
+# and run as any user); tests of sandboxes set GatewayTestCase.sandboxed.
 UNSANDBOXED_ARGS = ["--unsandboxed-kernels", "*"]
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 ERROR_KEYS = {"reason", "message"}
-KERNEL_MODEL_KEYS = {"id", "name", "last_activity", "execution_state", "connections"}
+KERNEL_MODEL_KEYS = {"id", "name", "last_activity", "execution_state", "connections", "sandbox_id"}
 
 
 def kernel_names():
@@ -94,7 +94,7 @@ class Response:
 class Gateway:
     """One sandgate process. Use as a context manager or call stop()."""
 
-    def __init__(self, *args, env=None, name=None, start_timeout=30):
+    def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False):
         self.token = "it-" + uuid.uuid4().hex
         self.state_dir = tempfile.mkdtemp(prefix="sandgate-it-")
         os.makedirs(os.path.join(ARTIFACTS, "logs"), exist_ok=True)
@@ -102,7 +102,7 @@ class Gateway:
         self.log_path = os.path.join(ARTIFACTS, "logs", f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
         self.log_file = open(self.log_path, "wb")
         cmd = [SANDGATE, "--port", "0", "--auth-token", self.token, "--state-dir", self.state_dir,
-               *UNSANDBOXED_ARGS, *args]
+               *([] if sandboxed else UNSANDBOXED_ARGS), *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file, env=full_env)
@@ -557,11 +557,12 @@ class GatewayTestCase(unittest.TestCase):
     with a check that SIGTERM ends it promptly and cleanly."""
 
     gateway_args = ()
+    sandboxed = False  # True: kernels in real sandboxes (needs root)
     gw = None
 
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(*cls.gateway_args, name=cls.__name__)
+        cls.gw = Gateway(*cls.gateway_args, name=cls.__name__, sandboxed=cls.sandboxed)
 
     @classmethod
     def tearDownClass(cls):

@@ -159,6 +159,7 @@ class Gateway:
             # Another engineer may be relinking the binary; give it a moment.
             wait_until(lambda: os.path.exists(SANDGATE), 120, f"{SANDGATE} to exist", 1)
         self.token = "sec-" + uuid.uuid4().hex
+        self.sandbox_of = {}  # kernel id -> its sandbox's id
         self.state_dir = tempfile.mkdtemp(prefix="sandgate-sec-")
         self.policy = policy or TEST_POLICY
         self.policy_path = os.path.join(self.state_dir, "test-policy.json")
@@ -271,7 +272,16 @@ class Gateway:
         status, body = self.request("POST", "api/kernels", {"name": name})
         if status != 201:
             raise AssertionError(f"POST /api/kernels: {status} {body[:300]!r}; log {self.log_tail(10)}")
-        return json.loads(body)["id"]
+        model = json.loads(body)
+        self.sandbox_of[model["id"]] = model["sandbox_id"]
+        return model["id"]
+
+    def sandbox_id(self, kid):
+        """The id of a kernel's sandbox (remembered, so it is known after DELETE)."""
+        if kid not in self.sandbox_of:
+            _, model = self.kernel_model(kid)
+            self.sandbox_of[kid] = model["sandbox_id"]
+        return self.sandbox_of[kid]
 
     def delete_kernel(self, kid):
         status, body = self.request("DELETE", f"api/kernels/{kid}")
@@ -290,16 +300,18 @@ class Gateway:
         return status == 200
 
     def run_dir(self, kid):
-        """The host run dir of a kernel's sandbox (found by its id under the state dir)."""
-        hits = [p for p in glob.glob(os.path.join(self.state_dir, "**", "*" + kid + "*"), recursive=True)
+        """The host run dirs of a kernel's sandbox (found by its id under the state dir)."""
+        sid = self.sandbox_id(kid)
+        hits = [p for p in glob.glob(os.path.join(self.state_dir, "**", "*" + sid + "*"), recursive=True)
                 if os.path.isdir(p)]
         return hits
 
     def sandbox_info(self, kid):
         """{outer, supervisor, kernel pids} on the host for a kernel's sandbox, found
-        from the outer sandgate-sandbox whose command line names the kernel id."""
+        from the outer sandgate-sandbox whose command line names the sandbox id."""
+        sid = self.sandbox_id(kid).encode()
         outer = [pid for pid, cmd, _ in host_processes()
-                 if kid.encode() in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
+                 if sid in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
         info = {"outer": outer, "all": []}
         for o in outer:
             info["all"] += descendants(o)

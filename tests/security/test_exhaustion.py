@@ -23,9 +23,10 @@ class Exhaustion(SandboxTestCase):
         self.assertKernelWorks(self.other)
 
     def cgroup_value(self, kid, controller, name):
-        path = f"/sys/fs/cgroup/{controller}/sandgate/{kid}/{name}"
+        sid = self.gw.sandbox_id(kid)  # the cgroup is the sandbox's
+        path = f"/sys/fs/cgroup/{controller}/sandgate/{sid}/{name}"
         if not os.path.exists(path):  # cgroup v2
-            path = f"/sys/fs/cgroup/sandgate/{kid}/{name.replace('limit_in_bytes', 'max')}"
+            path = f"/sys/fs/cgroup/sandgate/{sid}/{name.replace('limit_in_bytes', 'max')}"
         with open(path) as f:
             return f.read().strip()
 

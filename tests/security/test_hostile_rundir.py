@@ -55,8 +55,9 @@ class HostileRunDir(SandboxTestCase):
         k = self.new_kernel()
         k.execute(f'''
 import os
-os.rename("/run/sandgate/connection.json", "/run/sandgate/connection.json.orig")
-os.symlink({self.decoy!r}, "/run/sandgate/connection.json")
+conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-12:] + ".json"
+os.rename(conn, conn + ".orig")
+os.symlink({self.decoy!r}, conn)
 os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
 ''')
         status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
@@ -70,8 +71,9 @@ os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
         k = self.new_kernel()
         k.execute('''
 import os
-os.unlink("/run/sandgate/connection.json")
-os.mkfifo("/run/sandgate/connection.json", 0o666)
+conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-12:] + ".json"
+os.unlink(conn)
+os.mkfifo(conn, 0o666)
 ''')
         t = time.monotonic()
         status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
@@ -118,7 +120,7 @@ os.mkfifo("/run/sandgate/connection.json", 0o666)
         k.execute(f'''
 import os
 for n in os.listdir("/run/sandgate"):
-    if n.startswith("k-"):
+    if n.startswith("k" + os.environ["JPY_SESSION_NAME"][-12:] + "-"):
         os.rename("/run/sandgate/" + n, "/run/sandgate/old-" + n)
         os.symlink({decoy_sock!r}, "/run/sandgate/" + n)
 os._exit(1)
@@ -141,7 +143,7 @@ os.symlink("/", "/run/sandgate/sub/root")
 print("planted")
 ''')
         self.assertIn("planted", r["stdout"], r)
-        run_dir = os.path.join(self.gw.state_dir, "run", kid)
+        run_dir = os.path.join(self.gw.state_dir, "run", self.gw.sandbox_id(kid))
         self.assertTrue(os.path.islink(os.path.join(run_dir, "evil-dir")))
         k.close()
         self.gw.delete_kernel(kid)

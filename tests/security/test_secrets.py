@@ -43,12 +43,13 @@ _report(out)
 
     def test_gateway_state_and_other_sandboxes_unreadable(self):
         sd = self.gw.state_dir
-        other_run = os.path.join(sd, "run", self.other.id)
+        other_sandbox = self.gw.sandbox_id(self.other.id)
+        other_run = os.path.join(sd, "run", other_sandbox)
         self.assertTrue(os.path.isdir(other_run), f"expected the other sandbox's run dir at {other_run}")
-        targets = [sd, os.path.join(sd, "run"), other_run, os.path.join(other_run, "connection.json"),
-                   os.path.join(sd, "control"), os.path.join(sd, "control", self.other.id + ".sock"),
+        targets = [sd, os.path.join(sd, "run"), other_run, os.path.join(other_run, "k" + self.other.id[-12:] + ".json"),
+                   os.path.join(sd, "control"), os.path.join(sd, "control", other_sandbox + ".sock"),
                    os.path.join(sd, "logs"), self.gw.policy_path,
-                   "/run/sandgate/../" + self.other.id]
+                   "/run/sandgate/../" + other_sandbox]
         res = self.probe(self.k, f'''
 out = {{}}
 for p in {targets!r}:
@@ -60,8 +61,8 @@ def _uds(p):
         return "connected"
     finally:
         s.close()
-out["control"] = _probe(lambda: _uds({os.path.join(sd, "control", self.other.id + ".sock")!r}))
-out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k-1")!r}))
+out["control"] = _probe(lambda: _uds({os.path.join(sd, "control", other_sandbox + ".sock")!r}))
+out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k" + self.other.id[-12:] + "-1")!r}))
 _report(out)
 ''')
         for p in targets:

@@ -19,21 +19,6 @@ namespace {
 constexpr std::size_t max_env_entries = 256;
 constexpr std::size_t max_env_value_bytes = 64 * 1024;
 
-// Parses a request body that must be a JSON object (an empty body is {}).
-std::optional<json> body_object(const std::string& body, std::string& error) {
-  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-  auto j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) {
-    error = "Malformed JSON in the request body";
-    return std::nullopt;
-  }
-  if (!j.is_object()) {
-    error = "The request body must be a JSON object";
-    return std::nullopt;
-  }
-  return j;
-}
-
 // [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
 bool is_identifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
@@ -72,6 +57,20 @@ std::string content_type_for(const std::string& file) {
 }
 
 }  // namespace
+
+std::optional<json> body_object(const std::string& body, std::string& error) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) {
+    error = "Malformed JSON in the request body";
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    error = "The request body must be a JSON object";
+    return std::nullopt;
+  }
+  return j;
+}
 
 void router::get_api(context& ctx) {
   ctx.reply(ctx.json(http::status::ok,
@@ -134,13 +133,15 @@ json router::kernel_model(const kernel& k) const {
           {"name", k.name()},
           {"last_activity", k.last_activity()},
           {"execution_state", k.execution_state()},
-          {"connections", k.connections()}};
+          {"connections", k.connections()},
+          {"sandbox_id", k.sandbox_id()}};
 }
 
 std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) {
   auto k = is_uuid(id) ? kernels_.find(id) : nullptr;
   if (!k || (ctx.principal != "admin" && k->owner() != ctx.principal)) {
-    ctx.reply(ctx.error(http::status::not_found, "Kernel does not exist: " + id));
+    ctx.reply(
+        ctx.not_found("Kernel does not exist: " + id, k ? std::nullopt : kernels_.sandboxes().gone(id)));
     return nullptr;
   }
   return k;
@@ -162,15 +163,18 @@ void router::post_kernel(context& ctx) {
   auto env = parse_env(*body, error);
   if (!env) return ctx.reply(ctx.error(http::status::bad_request, error));
   const std::string name = body->value("name", json()).is_string() ? (*body)["name"].get<std::string>() : "";
+  const auto sandbox = body->value("sandbox_id", json());
+  if (!sandbox.is_null() && !sandbox.is_string())
+    return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" must be a string"));
+  const std::string sandbox_id = sandbox.is_string() ? sandbox.get<std::string>() : "";
   auto self = ctx.shared_from_this();
-  kernels_.start_kernel(
-      name, std::move(*env), ctx.principal,
-      [this, self](std::shared_ptr<kernel> k, std::optional<api_error> err) {
-        if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
-        auto res = self->json(http::status::created, kernel_model(*k));
-        res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
-        self->reply(std::move(res));
-      });
+  kernels_.start_kernel(name, std::move(*env), ctx.principal, sandbox_id,
+                        [this, self](std::shared_ptr<kernel> k, std::optional<api_error> err) {
+                          if (err) return self->reply(self->error(*err));
+                          auto res = self->json(http::status::created, kernel_model(*k));
+                          res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
+                          self->reply(std::move(res));
+                        });
 }
 
 void router::get_kernel(context& ctx, const std::string& id) {
@@ -200,6 +204,49 @@ void router::restart_kernel(context& ctx, const std::string& id) {
     if (!error.empty()) return self->reply(self->error(http::status::conflict, "Restart failed: " + error));
     self->reply(self->json(http::status::ok, kernel_model(*k)));
   });
+}
+
+}  // namespace sandgate::gateway
+
+namespace sandgate::gateway {
+
+void router::execute_code(context& ctx, const std::string& id) {
+  auto k = own_kernel(ctx, id);
+  if (!k) return;
+  std::string error;
+  auto body = body_object(ctx.req.body(), error);
+  if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
+  for (const auto& [key, v] : body->items())
+    if (key != "code" && key != "timeout_s")
+      return ctx.reply(ctx.error(http::status::bad_request, "Unknown field \"" + key + "\""));
+  if (!body->contains("code") || !(*body)["code"].is_string())
+    return ctx.reply(ctx.error(http::status::bad_request, "\"code\" must be a string"));
+  std::optional<std::chrono::milliseconds> timeout;
+  if (body->contains("timeout_s") && !(*body)["timeout_s"].is_null()) {
+    const auto& t = (*body)["timeout_s"];
+    if (!t.is_number() || !(t.get<double>() > 0) || t.get<double>() > 1e7)
+      return ctx.reply(ctx.error(http::status::bad_request, "\"timeout_s\" must be a positive number"));
+    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(t.get<double>() * 1000));
+  }
+  if (auto s = kernels_.sandboxes().find(k->sandbox_id())) s->touch();
+  auto self = ctx.shared_from_this();
+  k->execute((*body)["code"].get<std::string>(), timeout, [self](const execution_record& r) {
+    auto res = self->json(http::status::ok, json::object());
+    res.body() = r.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+    self->reply(std::move(res));
+  });
+}
+
+void router::get_execution(context& ctx, const std::string& id, const std::string& msg_id) {
+  auto k = own_kernel(ctx, id);
+  if (!k) return;
+  auto r = k->execution(msg_id);
+  if (!r)
+    return ctx.reply(
+        ctx.error(http::status::not_found, "No execution " + msg_id + " is known for this kernel"));
+  auto res = ctx.json(http::status::ok, json::object());
+  res.body() = r->to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+  ctx.reply(std::move(res));
 }
 
 }  // namespace sandgate::gateway

@@ -13,19 +13,12 @@ namespace sandgate::gateway {
 namespace http = boost::beast::http;
 using json = nlohmann::json;
 
-namespace {
-
-struct target {
-  std::vector<std::string> segments;
-  std::map<std::string, std::string> query;
-};
-
-std::optional<target> parse_target(std::string_view raw, std::string_view base_url) {
+std::optional<request_target> parse_target(std::string_view raw, std::string_view base_url) {
   auto parsed = boost::urls::parse_origin_form(raw);
   if (!parsed) return std::nullopt;
   const std::string path = parsed->path();  // percent-decoded
   if (path.compare(0, base_url.size(), base_url) != 0 && path + "/" != base_url) return std::nullopt;
-  target t;
+  request_target t;
   std::string rest = path.size() > base_url.size() ? path.substr(base_url.size()) : "";
   std::size_t start = 0;
   while (start <= rest.size()) {
@@ -39,8 +32,6 @@ std::optional<target> parse_target(std::string_view raw, std::string_view base_u
   return t;
 }
 
-}  // namespace
-
 router::router(const config& cfg, kernel_manager& kernels, std::string token)
     : cfg_(cfg), kernels_(kernels), auth_(std::move(token)) {}
 
@@ -52,6 +43,7 @@ router::response router::error_response(http::status status, std::string message
   res.keep_alive(keep_alive);
   res.body() =
       json{{"reason", std::string(http::obsolete_reason(status))}, {"message", std::move(message)}}.dump();
+  res.prepare_payload();
   return res;
 }
 
@@ -68,6 +60,23 @@ router::response router::context::error(http::status status, std::string message
   return error_response(status, std::move(message), req.version(), req.keep_alive());
 }
 
+router::response router::context::error(const api_error& err) const {
+  response res{static_cast<http::status>(err.status), req.version()};
+  res.set(http::field::server, "sandgate");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  const std::string reason =
+      err.reason.empty() ? std::string(http::obsolete_reason(res.result())) : err.reason;
+  res.body() = nlohmann::json{{"reason", reason}, {"message", err.message}}.dump();
+  return res;
+}
+
+router::response router::context::not_found(std::string message,
+                                            const std::optional<std::string>& gone) const {
+  if (!gone) return error(http::status::not_found, std::move(message));
+  return error(api_error{404, *gone, message + " (" + *gone + ")"});
+}
+
 router::response router::context::empty(http::status status) const {
   response res{status, req.version()};
   res.set(http::field::server, "sandgate");
@@ -75,7 +84,7 @@ router::response router::context::empty(http::status status) const {
   return res;
 }
 
-void router::add_cors(const request& req, response& res) const {
+void router::add_cors(const request& req, boost::beast::http::fields& res) const {
   if (cfg_.allow_origin.empty()) return;
   const auto origin = req[http::field::origin];
   if (cfg_.allow_origin == "*" || origin == cfg_.allow_origin) {
@@ -107,11 +116,29 @@ std::optional<router::response> router::authenticate(const request& req, const s
 }
 
 void router::context::reply(response&& res) {
-  if (!respond) return;
-  owner->add_cors(req, res);
-  auto r = std::move(respond);
-  respond = nullptr;
-  r(std::move(res));
+  reply_body(std::move(res));
+}
+
+bool router::prepare(context& ctx) {
+  auto t = parse_target(ctx.req.target(), cfg_.base_url);
+  if (!t) {
+    ctx.reply(ctx.error(http::status::not_found, "No such path"));
+    return false;
+  }
+  ctx.parts = std::move(t->segments);
+  if (ctx.req.method() == http::verb::options) {
+    auto res = ctx.empty(http::status::no_content);
+    res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
+    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken, Range");
+    ctx.reply(std::move(res));
+    return false;
+  }
+  const auto token = t->query.count("token") ? t->query["token"] : std::string();
+  if (auto rejection = authenticate(ctx.req, token, ctx.principal)) {
+    ctx.reply(std::move(*rejection));
+    return false;
+  }
+  return true;
 }
 
 void router::handle(request&& req, responder respond) {
@@ -120,18 +147,7 @@ void router::handle(request&& req, responder respond) {
   ctx->req = std::move(req);
   ctx->respond = std::move(respond);
   try {
-    auto t = parse_target(ctx->req.target(), cfg_.base_url);
-    if (!t) return ctx->reply(ctx->error(http::status::not_found, "No such path"));
-    ctx->parts = std::move(t->segments);
-    if (ctx->req.method() == http::verb::options) {
-      auto res = ctx->empty(http::status::no_content);
-      res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
-      res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken");
-      return ctx->reply(std::move(res));
-    }
-    const auto token = t->query.count("token") ? t->query["token"] : std::string();
-    if (auto rejection = authenticate(ctx->req, token, ctx->principal))
-      return ctx->reply(std::move(*rejection));
+    if (!prepare(*ctx)) return;
     dispatch(*ctx);
   } catch (const std::exception& e) {
     log::error("request_failed", {{"target", std::string(ctx->req.target())}, {"error", e.what()}});
@@ -169,9 +185,42 @@ void router::dispatch(context& ctx) {
       return m == http::verb::post ? interrupt_kernel(ctx, p[2]) : method_not_allowed();
     if (n == 4 && p[3] == "restart")
       return m == http::verb::post ? restart_kernel(ctx, p[2]) : method_not_allowed();
+    if (n == 4 && p[3] == "execute")
+      return m == http::verb::post ? execute_code(ctx, p[2]) : method_not_allowed();
+    if (n == 5 && p[3] == "executions")
+      return m == http::verb::get ? get_execution(ctx, p[2], p[4]) : method_not_allowed();
     if (n == 4 && p[3] == "channels")
       return ctx.reply(
           ctx.error(http::status::bad_request, "The channels endpoint needs a WebSocket upgrade"));
+  }
+  if (p[1] == "sandboxes") {
+    if (n == 2) {
+      if (m == http::verb::get) return list_sandboxes(ctx);
+      if (m == http::verb::post) return post_sandbox(ctx);
+      return method_not_allowed();
+    }
+    if (n == 3) {
+      if (m == http::verb::get) return get_sandbox(ctx, p[2]);
+      if (m == http::verb::patch) return patch_sandbox(ctx, p[2]);
+      if (m == http::verb::delete_) return delete_sandbox(ctx, p[2]);
+      return method_not_allowed();
+    }
+    if (n == 4 && p[3] == "commands") {
+      if (m != http::verb::post) return method_not_allowed();
+      if (auto s = own_sandbox(ctx, p[2])) post_command(ctx, s);
+      return;
+    }
+    if (n >= 4 && p[3] == "files") {
+      auto s = own_sandbox(ctx, p[2]);
+      if (!s) return;
+      auto path = file_path(ctx);
+      if (!path) return ctx.reply(ctx.error(http::status::bad_request, "Malformed file path"));
+      if (m == http::verb::get || m == http::verb::head) return get_file(ctx, s, *path);
+      if (m == http::verb::delete_) return delete_file(ctx, s, *path);
+      if (m == http::verb::put)  // uploads are streamed: they never get here with a body
+        return ctx.reply(ctx.error(http::status::bad_request, "Malformed upload"));
+      return method_not_allowed();
+    }
   }
   if (p[1] == "sessions") {
     if (n == 2) {
@@ -211,8 +260,19 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
     return r;
   }
   auto k = kernels_.find(t->segments[2]);
-  if (!k || (principal != "admin" && k->owner() != principal))
-    return reject(http::status::not_found, "Kernel does not exist: " + t->segments[2]);
+  if (!k || (principal != "admin" && k->owner() != principal)) {
+    const auto gone = k ? std::nullopt : kernels_.sandboxes().gone(t->segments[2]);
+    auto res = reject(http::status::not_found, "Kernel does not exist: " + t->segments[2]);
+    if (gone) {
+      res.body() = nlohmann::json{
+          {"reason", *gone},
+          {"message",
+           "Kernel does not exist: " + t->segments[2] + " (" + *gone +
+               ")"}}.dump();
+      res.prepare_payload();
+    }
+    return res;
+  }
   bool v1 = false;
   const auto offered = req[http::field::sec_websocket_protocol];
   for (std::size_t start = 0; start < offered.size();) {

@@ -4,6 +4,7 @@
 // {"reason", "message"}; client faults get a 4xx, never a 500.
 
 #include "../kernels/kernel_manager.hpp"
+#include "../kernels/workspace_files.hpp"
 #include "auth.hpp"
 #include "sessions.hpp"
 
@@ -11,7 +12,7 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <optional>
@@ -20,15 +21,46 @@
 
 namespace sandgate::gateway {
 
+// A request target below the base URL: percent-decoded path segments and query.
+struct request_target {
+  std::vector<std::string> segments;
+  std::map<std::string, std::string> query;
+};
+std::optional<request_target> parse_target(std::string_view raw, std::string_view base_url);
+
+// A request body that must be a JSON object (an empty body is {}); nothing,
+// with `error` set, otherwise.
+std::optional<nlohmann::json> body_object(const std::string& body, std::string& error);
+
 class router {
  public:
   using request = boost::beast::http::request<boost::beast::http::string_body>;
   using response = boost::beast::http::response<boost::beast::http::string_body>;
-  using responder = std::function<void(response&&)>;
+  using responder = std::function<void(boost::beast::http::message_generator&&)>;
+
+  // A request whose body goes straight to a file in a sandbox's workspace
+  // (PUT /api/sandboxes/{id}/files/{path}), read by the HTTP session.
+  struct upload_job {
+    std::shared_ptr<void> context;  // the request being answered
+    std::shared_ptr<sandbox_entry> sandbox;
+    std::unique_ptr<workspace_files> files;
+    workspace_files::upload upload;
+    std::uint64_t max_bytes = 0;
+  };
+  // What to do with a request whose header has been read.
+  struct upload_start {
+    std::optional<response> rejection;  // answer this and close
+    std::shared_ptr<upload_job> job;    // or read the body into job->upload.file
+  };
 
   router(const config& cfg, kernel_manager& kernels, std::string token);
 
   void handle(request&& req, responder respond);
+  // Uploads stream to disk: true when this request is one (its body is not read yet).
+  [[nodiscard]] bool is_upload(const boost::beast::http::request_header<>& header) const;
+  upload_start begin_upload(const boost::beast::http::request_header<>& header, responder respond);
+  // The body was read (ec: why not); answers through the job's responder.
+  void finish_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
   // A WebSocket upgrade: nothing when accepted (the stream is moved into a
   // ws_session), or the rejection to send.
   template <class Stream>
@@ -47,14 +79,29 @@ class router {
     std::vector<std::string> parts;  // path segments after the base URL
     std::string principal;
     void reply(response&& res);  // adds CORS headers; answers once
+    template <class Body>
+    void reply_body(boost::beast::http::response<Body>&& res) {
+      if (!respond) return;
+      owner->add_cors(req, res.base());
+      if (!res.has_content_length()) res.prepare_payload();
+      auto r = std::move(respond);
+      respond = nullptr;
+      r(boost::beast::http::message_generator(std::move(res)));
+    }
     response json(boost::beast::http::status status, const nlohmann::json& body) const;
     response error(boost::beast::http::status status, std::string message) const;
+    // With the error's own reason (e.g. "expired"), not the status's phrase.
+    response error(const api_error& err) const;
+    // 404; `gone` names why an id that existed went away.
+    response not_found(std::string message, const std::optional<std::string>& gone) const;
     response empty(boost::beast::http::status status) const;
   };
 
   std::optional<response> authenticate(const request& req, const std::string& query_token,
                                        std::string& principal);
-  void add_cors(const request& req, response& res) const;
+  // Parses the target, authenticates; false after answering.
+  bool prepare(context& ctx);
+  void add_cors(const request& req, boost::beast::http::fields& res) const;
   void dispatch(context& ctx);
 
   void get_api(context& ctx);
@@ -67,15 +114,32 @@ class router {
   void delete_kernel(context& ctx, const std::string& id);
   void interrupt_kernel(context& ctx, const std::string& id);
   void restart_kernel(context& ctx, const std::string& id);
+  void execute_code(context& ctx, const std::string& id);
+  void get_execution(context& ctx, const std::string& id, const std::string& msg_id);
   void list_sessions(context& ctx);
   void post_session(context& ctx);
   void get_session(context& ctx, const std::string& id);
   void patch_session(context& ctx, const std::string& id);
   void delete_session(context& ctx, const std::string& id);
+  void post_sandbox(context& ctx);
+  void list_sandboxes(context& ctx);
+  void get_sandbox(context& ctx, const std::string& id);
+  void patch_sandbox(context& ctx, const std::string& id);
+  void delete_sandbox(context& ctx, const std::string& id);
+  void post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
+  void delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
+  // The workspace of a sandbox, or nothing (after answering).
+  std::unique_ptr<workspace_files> open_files(context& ctx, const sandbox_entry& s);
+  // The file path of /api/sandboxes/{id}/files/{path...} from the raw target.
+  [[nodiscard]] std::optional<std::string> file_path(const context& ctx) const;
 
   // The caller's kernel, or nothing (after answering 404).
   std::shared_ptr<kernel> own_kernel(context& ctx, const std::string& id);
   [[nodiscard]] nlohmann::json kernel_model(const kernel& k) const;
+  // The caller's sandbox, or nothing (after answering 404).
+  std::shared_ptr<sandbox_entry> own_sandbox(context& ctx, const std::string& id);
+  [[nodiscard]] nlohmann::json sandbox_model(const sandbox_entry& s) const;
   [[nodiscard]] nlohmann::json session_model(const session_record& s) const;
   [[nodiscard]] nlohmann::json kernelspec_model(const kernelspec& spec) const;
 

@@ -78,7 +78,7 @@ void router::post_session(context& ctx) {
     return;
   }
   kernels_.start_kernel(
-      string_field(kernel_req, "name"), {}, ctx.principal,
+      string_field(kernel_req, "name"), {}, ctx.principal, "",
       [self, finish](std::shared_ptr<kernel> k, std::optional<api_error> err) mutable {
         if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
         finish(k->id());
@@ -105,7 +105,7 @@ void router::patch_session(context& ctx, const std::string& id) {
       auto self = ctx.shared_from_this();
       const std::string old_kernel = s->kernel_id;
       return kernels_.start_kernel(
-          kname, {}, ctx.principal,
+          kname, {}, ctx.principal, "",
           [this, self, id, old_kernel](std::shared_ptr<kernel> k, std::optional<api_error> err) {
             if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
             auto* rec = sessions_.find(id);

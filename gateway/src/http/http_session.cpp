@@ -1,10 +1,10 @@
 #include "http_session.hpp"
 
-#include "../api/router.hpp"
-
 #include <gateway/log.hpp>
 
 #include <boost/beast/websocket.hpp>
+
+#include <unistd.h>
 
 namespace sandgate::gateway {
 namespace beast = boost::beast;
@@ -21,57 +21,147 @@ void http_session<Stream>::run() {
 
 template <class Stream>
 void http_session<Stream>::do_read() {
-  parser_.emplace();
-  parser_->header_limit(static_cast<std::uint32_t>(limits_.header_bytes));
-  parser_->body_limit(limits_.body_bytes);
+  header_parser_.emplace();
+  header_parser_->header_limit(static_cast<std::uint32_t>(limits_.header_bytes));
+  header_parser_->body_limit(boost::none);  // set per request once the header tells what it is
   beast::get_lowest_layer(stream_).expires_after(limits_.idle);
-  http::async_read(
-      stream_, buffer_, *parser_,
-      [self = this->shared_from_this()](beast::error_code ec, std::size_t n) { self->on_read(ec, n); });
+  http::async_read_header(
+      stream_, buffer_, *header_parser_,
+      [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
 template <class Stream>
-void http_session<Stream>::on_read(beast::error_code ec, std::size_t) {
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == boost::asio::error::eof)
-    return shutdown_send(stream_);
+bool http_session<Stream>::answer_read_error(beast::error_code ec) {
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == boost::asio::error::eof ||
+      ec == boost::asio::error::operation_aborted || ec == boost::asio::error::connection_reset) {
+    shutdown_send(stream_);
+    return false;
+  }
   if (ec == http::error::header_limit || ec == http::error::body_limit ||
       ec == http::error::buffer_overflow) {
-    auto res =
-        router::error_response(ec == http::error::body_limit ? http::status::payload_too_large
-                                                             : http::status::request_header_fields_too_large,
-                               ec.message(), 11, false);
-    return send(std::move(res));
+    send(router::error_response(ec == http::error::body_limit ? http::status::payload_too_large
+                                                              : http::status::request_header_fields_too_large,
+                                ec.message(), 11, false));
+    return true;
   }
-  if (ec) {
-    if (ec == boost::asio::error::operation_aborted || ec == boost::asio::error::connection_reset) return;
-    return send(router::error_response(http::status::bad_request, "Malformed HTTP request: " + ec.message(),
-                                       11, false));
+  send(router::error_response(http::status::bad_request, "Malformed HTTP request: " + ec.message(), 11,
+                              false));
+  return true;
+}
+
+template <class Stream>
+void http_session<Stream>::on_header(beast::error_code ec) {
+  if (ec) return (void)answer_read_error(ec);
+  auto respond = [self = this->shared_from_this()](http::message_generator&& res) {
+    self->send(std::move(res));
+  };
+  if (router_.is_upload(header_parser_->get())) {
+    auto start = router_.begin_upload(header_parser_->get(), respond);
+    if (start.rejection) return read_upload(nullptr, http::message_generator(std::move(*start.rejection)));
+    return read_upload(std::move(start.job));
   }
+  // The header parser took any length: a declared one over the limit is
+  // refused here, a chunked body by the limit set below.
+  if (const auto length = header_parser_->content_length(); length && *length > limits_.body_bytes)
+    return (void)answer_read_error(http::error::body_limit);
+  parser_.emplace(std::move(*header_parser_));
+  header_parser_.reset();
+  parser_->body_limit(limits_.body_bytes);
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->on_read(e); });
+}
+
+// What is dropped after a refusal or a failed write before the connection
+// is closed instead: past this, a client sending on gets no answer.
+constexpr std::uint64_t max_dropped_upload_bytes = 64ull * 1024 * 1024;
+
+template <class Stream>
+void http_session<Stream>::read_upload(std::shared_ptr<router::upload_job> job,
+                                       std::optional<http::message_generator> refusal) {
+  upload_ = std::make_unique<upload_state>(std::move(*header_parser_));
+  header_parser_.reset();
+  upload_->parser.body_limit(boost::none);  // counted here: past the limit the rest is dropped
+  upload_->job = std::move(job);
+  upload_->refusal = std::move(refusal);
+  if (upload_->parser.is_done()) return end_upload({});
+  read_upload_some();
+}
+
+template <class Stream>
+void http_session<Stream>::read_upload_some() {
+  auto& body = upload_->parser.get().body();
+  body.data = upload_->buffer.data();
+  body.size = upload_->buffer.size();
+  beast::get_lowest_layer(stream_).expires_after(limits_.idle);
+  http::async_read_some(
+      stream_, buffer_, upload_->parser,
+      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+        auto& up = *self->upload_;
+        if (ec == http::error::need_buffer) ec = {};
+        const std::size_t n = up.buffer.size() - up.parser.get().body().size;
+        if (ec) return self->end_upload(ec);
+        const bool keep = up.job && !up.refusal && up.write_error == 0 && up.written + n <= up.job->max_bytes;
+        if (keep) {
+          for (std::size_t done = 0; done < n;) {
+            const auto w = ::write(up.job->upload.file.get(), up.buffer.data() + done, n - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) {
+              up.write_error = errno;
+              break;
+            }
+            done += static_cast<std::size_t>(w);
+          }
+          up.written += n;
+        } else {
+          if (up.job && up.write_error == 0 && !up.refusal) up.write_error = EFBIG;
+          up.dropped += n;
+        }
+        if (up.parser.is_done()) return self->end_upload({});
+        if (up.dropped > max_dropped_upload_bytes) return self->end_upload(http::error::body_limit);
+        self->read_upload_some();
+      });
+}
+
+template <class Stream>
+void http_session<Stream>::end_upload(beast::error_code ec) {
+  auto up = std::move(upload_);
+  if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
+      ec == beast::error::timeout || ec == http::error::partial_message) {
+    if (up->job) up->job->files->abort(up->job->upload);  // nobody to answer
+    return shutdown_send(stream_);
+  }
+  if (up->refusal) return send(std::move(*up->refusal));
+  if (!ec && up->write_error) ec = beast::error_code(up->write_error, boost::system::generic_category());
+  router_.finish_upload(up->job, ec);
+}
+
+template <class Stream>
+void http_session<Stream>::on_read(beast::error_code ec) {
+  if (ec) return (void)answer_read_error(ec);
   auto req = parser_->release();
+  parser_.reset();
   if (beast::websocket::is_upgrade(req)) {
-    if (auto rejection = router_.upgrade(req, stream_)) return send(std::move(*rejection));
+    if (auto rejection = router_.upgrade(req, stream_))
+      return send(http::message_generator(std::move(*rejection)));
     return;  // the stream now belongs to a WebSocket session
   }
-  router_.handle(std::move(req), [self = this->shared_from_this()](http::response<http::string_body>&& res) {
+  router_.handle(std::move(req), [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));
   });
 }
 
 template <class Stream>
-void http_session<Stream>::send(http::response<http::string_body>&& res) {
-  response_ = std::make_shared<http::response<http::string_body>>(std::move(res));
-  response_->prepare_payload();
-  const bool keep_alive = response_->keep_alive();
+void http_session<Stream>::send(http::message_generator&& res) {
+  const bool keep_alive = res.keep_alive();
   beast::get_lowest_layer(stream_).expires_after(limits_.idle);
-  http::async_write(stream_, *response_,
-                    [self = this->shared_from_this(), keep_alive](beast::error_code ec, std::size_t n) {
-                      self->on_write(keep_alive, ec, n);
-                    });
+  beast::async_write(stream_, std::move(res),
+                     [self = this->shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+                       self->on_write(keep_alive, ec);
+                     });
 }
 
 template <class Stream>
-void http_session<Stream>::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
-  response_.reset();
+void http_session<Stream>::on_write(bool keep_alive, beast::error_code ec) {
   if (ec) return;
   if (!keep_alive) return shutdown_send(stream_);
   do_read();

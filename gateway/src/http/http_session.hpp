@@ -1,15 +1,18 @@
 #pragma once
-// One HTTP connection over a plain or TLS stream: reads a request at a time
-// with a size-limited parser, lets the router answer it (possibly
-// asynchronously), writes the answer, and hands WebSocket upgrades to
-// ws_session.
+// One HTTP connection over a plain or TLS stream: reads a request header
+// within explicit limits, then its body: into memory for API requests, or
+// straight to a file for uploads to a sandbox's workspace. The router
+// answers (possibly asynchronously) with any kind of body; WebSocket
+// upgrades go to ws_session.
 
+#include "../api/router.hpp"
 #include "server.hpp"
 #include "streams.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 
@@ -23,16 +26,39 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
 
  private:
   void do_read();
-  void on_read(boost::beast::error_code ec, std::size_t bytes);
-  void send(boost::beast::http::response<boost::beast::http::string_body>&& res);
-  void on_write(bool keep_alive, boost::beast::error_code ec, std::size_t bytes);
+  void on_header(boost::beast::error_code ec);
+  void on_read(boost::beast::error_code ec);
+  // Reads the body of an upload into the job's file; with no job (the
+  // upload was refused before its body), reads and drops it, so that the
+  // client, still sending, gets to read the answer.
+  void read_upload(std::shared_ptr<router::upload_job> job,
+                   std::optional<boost::beast::http::message_generator> refusal = std::nullopt);
+  void read_upload_some();
+  void end_upload(boost::beast::error_code ec);
+  // Answers a failed read; false when there is nothing to answer (the peer left).
+  bool answer_read_error(boost::beast::error_code ec);
+  void send(boost::beast::http::message_generator&& res);
+  void on_write(bool keep_alive, boost::beast::error_code ec);
 
   Stream stream_;
   boost::beast::flat_buffer buffer_;
   router& router_;
   http_limits limits_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
+  // The upload being read.
+  struct upload_state {
+    boost::beast::http::request_parser<boost::beast::http::buffer_body> parser;
+    std::shared_ptr<router::upload_job> job;
+    std::optional<boost::beast::http::message_generator> refusal;
+    std::uint64_t written = 0;
+    std::uint64_t dropped = 0;
+    int write_error = 0;  // errno of the first failed write; the rest of the body is dropped
+    std::array<char, 64 * 1024> buffer{};
+    explicit upload_state(boost::beast::http::request_parser<boost::beast::http::empty_body>&& header)
+        : parser(std::move(header)) {}
+  };
+  std::unique_ptr<upload_state> upload_;
 };
 
 extern template class http_session<plain_stream>;

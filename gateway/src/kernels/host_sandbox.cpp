@@ -4,6 +4,7 @@
 
 #include <gateway/log.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,11 +28,21 @@ uid_t host_sandbox::owner_uid() const {
   return ::geteuid();
 }
 
+gid_t host_sandbox::owner_gid() const {
+  return ::getegid();
+}
+
+int host_sandbox::open_workspace() const {
+  return ::open(workspace_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 host_sandbox::~host_sandbox() {
   destroy();
 }
 
-void host_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) {
+void host_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+                         output_handler) {
+  if (req.capture) return on_spawned("commands run only in sandboxes (this one is unsandboxed)");
   std::string error;
   const pid_t pid =
       spawn_child({req.argv, req.env, req.cwd, (run_dir_ / (req.name + ".log")).string()}, error);

@@ -6,6 +6,7 @@
 #include "sandbox.hpp"
 
 #include <sys/types.h>
+#include <csignal>
 #include <map>
 
 namespace sandgate::gateway {
@@ -15,14 +16,21 @@ class host_sandbox final : public sandbox {
   host_sandbox(std::filesystem::path run_dir, std::filesystem::path workspace);
   ~host_sandbox() override;
 
-  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) override;
+  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+             output_handler on_output = nullptr) override;
   void signal(const std::string& name, int sig) override;
+  void kill_tree(const std::string& name) override { signal(name, SIGKILL); }
+  void extend(std::int64_t, spawn_handler done) override { done({}); }  // the gateway's timer enforces it
+  void when_ready(spawn_handler done) override { done({}); }
+  void on_end(end_handler) override {}  // it never ends by itself
   void destroy() override;
+  [[nodiscard]] int open_workspace() const override;
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return run_dir_; }
   [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
   [[nodiscard]] uid_t owner_uid() const override;
+  [[nodiscard]] gid_t owner_gid() const override;
   void hand_over(const std::filesystem::path&) override {}
 
  private:

@@ -8,6 +8,9 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 
@@ -36,12 +39,17 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
       opts_(std::move(opts)),
       box_(std::move(box)),
       session_(protocol::new_uuid4()),
+      // xeus 2.4.1 fails ("Invalid argument") when an ipc endpoint is much
+      // over 40 bytes: a short name, unique within the sandbox, for the
+      // kernel's process, sockets and files.
+      file_name_("k" + opts_.id.substr(opts_.id.size() - 12)),
       last_activity_(protocol::iso8601_now()),
       start_timer_(io),
       probe_timer_(io),
-      stop_timer_(io) {
+      stop_timer_(io),
+      execution_timer_(io) {
   conn_.transport = "ipc";
-  conn_.ip = (box_->run_dir_inside() / "k").string();
+  conn_.ip = (box_->run_dir_inside() / file_name_).string();
   conn_.shell_port = 1;
   conn_.iopub_port = 2;
   conn_.stdin_port = 3;
@@ -54,7 +62,13 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
 
 kernel::~kernel() {
   close_channels();
-  if (box_) box_->destroy();
+  if (box_ && opts_.owns_sandbox) box_->destroy();
+}
+
+// The kernel's sockets in its run dir, in the order connect_channels uses:
+// shell, control, stdin, iopub (ipc://<ip>-<port>).
+std::vector<std::string> kernel::socket_names() const {
+  return {file_name_ + "-1", file_name_ + "-4", file_name_ + "-3", file_name_ + "-2"};
 }
 
 zmq_channel* kernel::channel_for(channel ch) {
@@ -72,14 +86,6 @@ zmq_channel* kernel::channel_for(channel ch) {
   }
   return nullptr;
 }
-
-namespace {
-// The kernel's sockets in its run dir, in the order connect_channels uses.
-const std::vector<std::string>& socket_names() {
-  static const std::vector<std::string> names = {"k-1", "k-4", "k-3", "k-2"};  // shell, control, stdin, iopub
-  return names;
-}
-}  // namespace
 
 void kernel::connect_channels() {
   // shell and stdin share one routing id: a kernel sends input_request to
@@ -129,8 +135,11 @@ void kernel::start(done_handler done) {
 void kernel::launch(done_handler done) {
   start_done_ = std::move(done);
   state_ = "starting";
-  const fs::path conn_host = box_->run_dir_host() / "connection.json";
-  const fs::path conn_inside = box_->run_dir_inside() / "connection.json";
+  // Only single names inside the run dir, which the sandbox user owns: no
+  // path the gateway uses there goes through a directory that code in the
+  // sandbox could swap for a link.
+  const fs::path conn_host = box_->run_dir_host() / (file_name_ + ".json");
+  const fs::path conn_inside = box_->run_dir_inside() / (file_name_ + ".json");
   try {
     protocol::write_connection_file(conn_host, conn_);
     box_->hand_over(conn_host);
@@ -142,7 +151,7 @@ void kernel::launch(done_handler done) {
     return;
   }
   spawn_request req;
-  req.name = "kernel";
+  req.name = file_name_;
   for (const auto& a : opts_.spec.argv)
     req.argv.push_back(replace_all(replace_all(a, "{connection_file}", conn_inside.string()),
                                    "{resource_dir}", opts_.spec.dir.string()));
@@ -183,7 +192,7 @@ void kernel::send_probe() {
   if (!start_done_) return;
   auto msg = protocol::make_message("kernel_info_request", "{}", session_);
   probe_msg_id_ = msg.msg_id();
-  remember(msg.msg_id(), {{}, {}, true});
+  remember(msg.msg_id(), {{}, {}, true, {}, {}});
   send_to_kernel(channel::shell, msg);
   probe_timer_.expires_after(std::chrono::seconds(1));
   probe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -209,6 +218,10 @@ void kernel::on_started(const std::string& error) {
     log::warn("kernel_start_failed", {{"kernel_id", id()}, {"error", error}});
     finish_stop();
   }
+  auto waiting = std::move(when_ready_);
+  when_ready_.clear();
+  for (auto& w : waiting)
+    w();
   done(error);
 }
 
@@ -241,6 +254,8 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     return;
   }
   touch();
+  if (executions_.on_message(ch, msg) && ch == channel::iopub && msg.msg_type() == "status")
+    track_execution(msg);
   if (ch == channel::iopub && msg.msg_type() == "status") {
     const auto content = nlohmann::json::parse(msg.content, nullptr, false);
     if (content.is_object() && content.contains("execution_state") &&
@@ -317,7 +332,7 @@ void kernel::attach(const std::shared_ptr<kernel_client>& client) {
   }
   if (phase_ == phase::running) {  // the nudge clients expect on connect, as jupyter_server does
     auto msg = protocol::make_message("kernel_info_request", "{}", session_);
-    remember(msg.msg_id(), {{}, {}, true});
+    remember(msg.msg_id(), {{}, {}, true, {}, {}});
     send_to_kernel(channel::shell, msg);
   }
 }
@@ -345,11 +360,101 @@ void kernel::detach(const std::shared_ptr<kernel_client>& client,
 void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel ch, protocol::message msg) {
   if (phase_ == phase::ended || phase_ == phase::stopping || ch == channel::hb || ch == channel::iopub)
     return;
+  if (phase_ == phase::starting || phase_ == phase::restarting || phase_ == phase::created) {
+    // The kernel's sockets are not there yet: hold the message until it is ready.
+    if (held_.size() < max_held_messages)
+      held_.push_back({client, ch, std::move(msg)});
+    else
+      log::warn("kernel_message_dropped",
+                {{"kernel_id", id()}, {"why", "too many messages held during a restart"}});
+    return;
+  }
   if (ch == channel::shell || ch == channel::control)
     remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
                             msg.msg_type() == "execute_request" ? msg.header : std::string()});
+  if (ch == channel::shell && msg.msg_type() == "execute_request") executions_.begin(msg.msg_id());
   touch();
   send_to_kernel(ch, msg);
+}
+
+void kernel::execute(const std::string& code, std::optional<std::chrono::milliseconds> timeout,
+                     execution_log::waiter done) {
+  constexpr std::size_t max_waiting = 100;
+  if ((phase_ == phase::starting || phase_ == phase::restarting) && when_ready_.size() < max_waiting) {
+    when_ready_.push_back([weak = weak_from_this(), code, timeout, done] {
+      if (auto self = weak.lock()) self->execute(code, timeout, done);
+    });
+    return;
+  }
+  if (phase_ != phase::running) {
+    execution_record r;
+    r.msg_id = protocol::new_uuid4();
+    r.status = "error";
+    r.error = nlohmann::json{{"ename", "KernelNotRunning"},
+                             {"evalue", "the kernel is " + state_},
+                             {"traceback", nlohmann::json::array()}};
+    r.finished = std::chrono::steady_clock::now();
+    return done(r);
+  }
+  const auto content = nlohmann::json{{"code", code},          {"silent", false},
+                                      {"store_history", true}, {"user_expressions", nlohmann::json::object()},
+                                      {"allow_stdin", false},  {"stop_on_error", false}};
+  auto msg = protocol::make_message("execute_request", content.dump(), session_);
+  auto record = executions_.begin(msg.msg_id());
+  record->timeout = timeout;
+  remember(msg.msg_id(), {{}, {}, true, "execute_request", msg.header});
+  executions_.wait(msg.msg_id(), std::move(done));
+  touch();
+  send_to_kernel(channel::shell, msg);
+}
+
+// The kernel went busy or idle for a tracked execute: the execution time
+// limit (the policy's, or a REST execute's own timeout) runs while it is busy.
+void kernel::track_execution(const protocol::message& msg) {
+  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
+  if (!content.is_object()) return;
+  const std::string state = content.value("execution_state", "");
+  const std::string& id = msg.parent.msg_id;
+  if (state == "idle" && id == running_execute_) {
+    running_execute_.clear();
+    execution_timer_.cancel();
+  } else if (state == "busy" && id != running_execute_) {
+    auto record = executions_.find(id);
+    if (!record) return;
+    std::optional<std::chrono::milliseconds> limit = record->timeout;
+    if (opts_.limits.max_execution.count() > 0 && (!limit || *limit > opts_.limits.max_execution))
+      limit = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.limits.max_execution);
+    running_execute_ = id;
+    execution_timer_.cancel();
+    if (!limit) return;
+    execution_timer_.expires_after(*limit);
+    execution_timer_.async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
+      if (auto self = weak.lock(); self && !ec) self->on_execution_limit(id);
+    });
+  }
+}
+
+// Past its limit: interrupt (state survives); if the kernel is still busy
+// with it after a grace period, restart (state lost, and said so).
+void kernel::on_execution_limit(const std::string& msg_id) {
+  if (msg_id != running_execute_ || phase_ != phase::running) return;
+  auto record = executions_.find(msg_id);
+  if (record && !record->timed_out) {
+    record->timed_out = true;
+    log::warn("execution_timed_out", {{"kernel_id", id()}, {"msg_id", msg_id}});
+    interrupt();
+    execution_timer_.expires_after(opts_.limits.interrupt_grace);
+    execution_timer_.async_wait([weak = weak_from_this(), msg_id](const boost::system::error_code& ec) {
+      if (auto self = weak.lock(); self && !ec) self->on_execution_limit(msg_id);
+    });
+    return;
+  }
+  log::warn("execution_restart", {{"kernel_id", id()}, {"msg_id", msg_id}});
+  answer_lost_executes("the execution passed its time limit and the kernel did not stop; it was restarted");
+  restart([weak = weak_from_this()](const std::string& error) {
+    if (auto self = weak.lock(); self && !error.empty())
+      log::error("kernel_restart_failed", {{"kernel_id", self->id()}, {"error", error}});
+  });
 }
 
 void kernel::interrupt() {
@@ -357,7 +462,7 @@ void kernel::interrupt() {
   if (opts_.spec.interrupt_mode == "message") {
     send_to_kernel(channel::control, protocol::make_message("interrupt_request", "{}", session_));
   } else {
-    box_->signal("kernel", SIGINT);
+    box_->signal(file_name_, SIGINT);
   }
 }
 
@@ -382,7 +487,7 @@ void kernel::stop_process(done_handler after_exit) {
   *step = [self, step](const boost::system::error_code& ec) {
     if (ec || !self->process_running_) return;
     const int sig = self->stop_step_++ == 0 ? SIGTERM : SIGKILL;
-    self->box_->signal("kernel", sig);
+    self->box_->signal(self->file_name_, sig);
     if (sig == SIGTERM) {
       self->stop_timer_.expires_after(self->opts_.limits.shutdown_grace);
       self->stop_timer_.async_wait(*step);
@@ -414,7 +519,10 @@ void kernel::on_process_exit(const exit_status& st) {
       session_);
   state_ = "restarting";
   broadcast(std::make_shared<outgoing>(channel::iopub, std::move(msg)));
-  answer_lost_executes(st);
+  answer_lost_executes("the kernel died (" + st.describe() + ") and is being restarted");
+  executions_.end_all("the kernel died (" + st.describe() + ")", true);
+  running_execute_.clear();
+  execution_timer_.cancel();
   if (auto_restarts_++ >= opts_.limits.max_restarts) {
     finish_stop();
     return;
@@ -427,11 +535,9 @@ void kernel::on_process_exit(const exit_status& st) {
 
 // Executes in flight when the kernel died will never be answered by it: each
 // gets an error reply naming the cause, and an idle status, so no client waits forever.
-void kernel::answer_lost_executes(const exit_status& st) {
+void kernel::answer_lost_executes(const std::string& why) {
   nlohmann::json error = {
-      {"ename", "KernelDied"},
-      {"evalue", "the kernel died (" + st.describe() + ") and is being restarted"},
-      {"traceback", nlohmann::json::array({"KernelDied: the kernel died (" + st.describe() + ")"})}};
+      {"ename", "KernelDied"}, {"evalue", why}, {"traceback", nlohmann::json::array({"KernelDied: " + why})}};
   const std::string error_content = error.dump();
   error["status"] = "error";
   error["execution_count"] = nullptr;
@@ -471,6 +577,9 @@ void kernel::restart(done_handler done) {
   }
   phase_ = phase::restarting;
   send_status("restarting");
+  executions_.end_all("the kernel was restarted", true);
+  running_execute_.clear();
+  execution_timer_.cancel();
   auto self = shared_from_this();
   stop_process([self, done = std::move(done)](const std::string&) mutable { self->launch(std::move(done)); });
 }
@@ -489,25 +598,40 @@ void kernel::shutdown(done_handler done) {
   });
 }
 
-void kernel::finish_stop() {
+void kernel::terminate(const std::string& why) {
+  if (start_done_) on_started("the kernel's sandbox ended");
+  stop_done_ = nullptr;
+  process_running_ = false;
+  finish_stop(why);
+}
+
+void kernel::finish_stop(const std::string& why) {
   if (phase_ == phase::ended) return;
   phase_ = phase::ended;
   state_ = "dead";
   start_timer_.cancel();
   probe_timer_.cancel();
   stop_timer_.cancel();
+  execution_timer_.cancel();
+  executions_.end_all("the kernel was shut down (" + why + ")", false);
   auto clients = std::move(clients_);
   clients_.clear();
   for (const auto& c : clients)
-    c->close(1001, "kernel shut down");
+    c->close(1001, why);
   close_channels();
   replay_.clear();
   held_.clear();
   pending_.clear();
   pending_order_.clear();
-  box_->destroy();
   std::error_code ec;
-  fs::remove_all(box_->run_dir_host(), ec);
+  if (opts_.owns_sandbox) {
+    box_->destroy();
+    fs::remove_all(box_->run_dir_host(), ec);
+  } else {
+    box_->kill_tree(file_name_);  // what the kernel left running, daemons included
+    socket_pins::clear(box_->run_dir_host(), socket_names());
+    ::unlinkat(AT_FDCWD, (box_->run_dir_host() / (file_name_ + ".json")).c_str(), 0);
+  }
   log::info("kernel_ended", {{"kernel_id", id()}});
 }
 

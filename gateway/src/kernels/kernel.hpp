@@ -4,6 +4,7 @@
 // and the output kept for session_ids that are disconnected.
 
 #include "../bridge/outgoing.hpp"
+#include "executions.hpp"
 #include "sandbox.hpp"
 #include "socket_pins.hpp"
 #include "zmq_channel.hpp"
@@ -33,11 +34,15 @@ struct kernel_limits {
   unsigned max_restarts = 5;
   std::size_t max_pending_requests = 10000;
   std::size_t max_replay_sessions = 64;
+  std::chrono::seconds max_execution{0};    // of one execute, from any client; 0: none
+  std::chrono::seconds interrupt_grace{5};  // after an interrupt at the limit, before a restart
 };
 
 struct kernel_options {
   std::string id;
   std::string owner;
+  std::string sandbox_id;
+  bool owns_sandbox = true;  // the sandbox was made for this kernel alone and ends with it
   kernelspec spec;
   std::map<std::string, std::string> env;  // from the request, merged over the spec's
   kernel_limits limits;
@@ -55,6 +60,17 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void interrupt();
   // Ends the kernel: shutdown_request, SIGTERM, SIGKILL; closes clients.
   void shutdown(done_handler done);
+  // Ends the kernel at once because its sandbox is going away (its processes
+  // die with it); clients are closed with `why`.
+  void terminate(const std::string& why);
+
+  // Runs code as the gateway's own request (the REST execute); `done` gets
+  // the record when it ends. While the kernel (re)starts the request waits.
+  void execute(const std::string& code, std::optional<std::chrono::milliseconds> timeout,
+               execution_log::waiter done);
+  [[nodiscard]] std::shared_ptr<execution_record> execution(const std::string& msg_id) const {
+    return executions_.find(msg_id);
+  }
 
   void attach(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the
@@ -65,6 +81,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
 
   [[nodiscard]] const std::string& id() const noexcept { return opts_.id; }
   [[nodiscard]] const std::string& owner() const noexcept { return opts_.owner; }
+  [[nodiscard]] const std::string& sandbox_id() const noexcept { return opts_.sandbox_id; }
   [[nodiscard]] const std::string& name() const noexcept { return opts_.spec.name; }
   [[nodiscard]] const std::string& execution_state() const noexcept { return state_; }
   [[nodiscard]] const std::string& last_activity() const noexcept { return last_activity_; }
@@ -101,9 +118,14 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void on_process_exit(const exit_status& st);
   void send_to_kernel(protocol::channel ch, const protocol::message& msg);
   void send_status(std::string_view state);
-  void answer_lost_executes(const exit_status& st);
+  void answer_lost_executes(const std::string& why);
+  void track_execution(const protocol::message& msg);
+  void on_execution_limit(const std::string& msg_id);
   void stop_process(done_handler after_exit);
-  void finish_stop();
+  void finish_stop(const std::string& why = "kernel shut down");
+  // The kernel's files in its sandbox's run dir, all named after its id
+  // (a kernel shares the run dir with the other kernels of its sandbox).
+  [[nodiscard]] std::vector<std::string> socket_names() const;
   void touch();
   void remember(const std::string& msg_id, pending_request req);
   zmq_channel* channel_for(protocol::channel ch);
@@ -115,6 +137,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   protocol::connection_info conn_;
   protocol::signer signer_;
   std::string session_ = "";  // the gateway's own session id for its messages
+  std::string file_name_;     // of its process, sockets and connection file in the sandbox
 
   struct held_message {
     std::weak_ptr<kernel_client> client;
@@ -145,6 +168,10 @@ class kernel : public std::enable_shared_from_this<kernel> {
   boost::asio::steady_timer start_timer_;
   boost::asio::steady_timer probe_timer_;
   boost::asio::steady_timer stop_timer_;
+  execution_log executions_;
+  std::string running_execute_;                    // the execute the kernel is busy with, if tracked
+  std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
+  boost::asio::steady_timer execution_timer_;
   int stop_step_ = 0;
 };
 

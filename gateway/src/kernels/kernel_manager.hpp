@@ -3,6 +3,7 @@
 // lookup by id and owner, shutdown, and reaping of host child processes.
 
 #include "kernel.hpp"
+#include "sandbox_manager.hpp"
 
 #include <gateway/config.hpp>
 #include <gateway/kernelspec.hpp>
@@ -19,13 +20,6 @@
 
 namespace sandgate::gateway {
 
-// Outcome of a request, in HTTP terms so the API can answer it directly.
-struct api_error {
-  unsigned status = 500;
-  std::string reason;
-  std::string message;
-};
-
 class kernel_manager {
  public:
   using start_handler = std::function<void(std::shared_ptr<kernel>, std::optional<api_error>)>;
@@ -35,8 +29,10 @@ class kernel_manager {
                  std::filesystem::path exe_dir);
   ~kernel_manager();
 
+  // In the sandbox `sandbox_id` (the caller's), or in a fresh sandbox of the
+  // default policy that ends with the kernel when it is empty.
   void start_kernel(const std::string& name, std::map<std::string, std::string> env, const std::string& owner,
-                    start_handler done);
+                    const std::string& sandbox_id, start_handler done);
   [[nodiscard]] std::shared_ptr<kernel> find(const std::string& id) const;
   [[nodiscard]] std::vector<std::shared_ptr<kernel>> list() const;
   void shutdown_kernel(const std::string& id, std::function<void()> done);
@@ -44,13 +40,17 @@ class kernel_manager {
 
   [[nodiscard]] std::string default_kernel_name() const;
   [[nodiscard]] kernelspec_catalog& specs() noexcept { return specs_; }
+  [[nodiscard]] sandbox_manager& sandboxes() noexcept { return sandboxes_; }
+  [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
+  // Ends every kernel of a sandbox, then the sandbox (DELETE /api/sandboxes/{id}).
+  void delete_sandbox(const std::string& sandbox_id, std::function<void()> done);
+
+  // The operator let this kernelspec ("*": every one) run outside a sandbox.
+  [[nodiscard]] bool unsandboxed(const std::string& kernel_name) const;
 
  private:
-  std::shared_ptr<sandbox> make_sandbox(const std::string& kernel_id, const kernelspec& spec);
-  unsigned claim_slot();
-  std::filesystem::path sandbox_policy(const std::string& kernel_id, const kernelspec& spec);
-  // Forgets a kernel and frees its sandbox's slot and files.
-  void release(const std::string& kernel_id, bool keep_log = false);
+  // Forgets a kernel; an implicit sandbox goes with it.
+  void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
   void watch_children();
 
   boost::asio::io_context& io_;
@@ -58,11 +58,8 @@ class kernel_manager {
   kernelspec_catalog& specs_;
   zmq::context_t zmq_{1};
   boost::asio::signal_set sigchld_;
+  sandbox_manager sandboxes_;
   std::map<std::string, std::shared_ptr<kernel>> kernels_;
-  std::filesystem::path exe_dir_;
-  std::filesystem::path policy_file_;
-  std::map<std::string, unsigned> slots_;  // kernel id -> host id slot of its sandbox
-  std::set<unsigned> used_slots_;
 };
 
 }  // namespace sandgate::gateway

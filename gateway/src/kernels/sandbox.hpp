@@ -6,19 +6,25 @@
 // only for kernelspecs an operator exempted explicitly.
 
 #include <sys/types.h>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sandgate::gateway {
 
 // How a spawned process ended.
 struct exit_status {
-  int code = -1;     // exit code, or -1
-  int signal = 0;    // terminating signal, or 0
-  bool oom = false;  // killed by the sandbox's memory limit
+  int code = -1;           // exit code, or -1
+  int signal = 0;          // terminating signal, or 0
+  bool oom = false;        // killed by the sandbox's memory limit
+  bool timed_out = false;  // killed at its spawn_request::timeout
+  bool truncated = false;  // captured output passed spawn_request::output_limit
 
   [[nodiscard]] std::string describe() const;  // "oom", "signal 9", "exit 1"
 };
@@ -28,20 +34,42 @@ struct spawn_request {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the whole environment; nothing is inherited
   std::string cwd;                         // a path as the process sees it
+  // Commands: stdout and stderr come back through the output handler (at
+  // most output_limit bytes each), stdin_data is fed to stdin, and at the
+  // timeout the process and all its descendants are killed.
+  bool capture = false;
+  std::string stdin_data;
+  std::size_t output_limit = 1024 * 1024;
+  std::optional<std::chrono::milliseconds> timeout;
 };
 
 class sandbox {
  public:
   using exit_handler = std::function<void(const exit_status&)>;
   using spawn_handler = std::function<void(std::string error)>;  // empty error: started
+  using output_handler = std::function<void(bool is_stderr, std::string_view data)>;
+  using end_handler = std::function<void(std::string why)>;
 
   virtual ~sandbox() = default;
 
-  virtual void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) = 0;
+  // Every output chunk of a captured process arrives before its exit.
+  virtual void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+                     output_handler on_output = nullptr) = 0;
   // Sends `sig` to the process group of the named process.
   virtual void signal(const std::string& name, int sig) = 0;
+  // Kills the named process and every process it started, wherever they went.
+  virtual void kill_tree(const std::string& name) = 0;
+  // Moves the sandbox's end of life (unix seconds); its supervisor enforces it.
+  virtual void extend(std::int64_t expires_at, spawn_handler done) = 0;
+  // Calls `done` once the sandbox can run processes (empty error) or failed to start.
+  virtual void when_ready(spawn_handler done) = 0;
+  // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().
+  virtual void on_end(end_handler handler) = 0;
   // Kills everything inside and releases the sandbox; idempotent.
   virtual void destroy() = 0;
+  // An O_PATH descriptor of the workspace directory, for the files API
+  // (the caller closes it), or -1 with errno set.
+  [[nodiscard]] virtual int open_workspace() const = 0;
 
   // The run dir as the gateway sees it, and as processes inside see it.
   [[nodiscard]] virtual std::filesystem::path run_dir_host() const = 0;
@@ -49,6 +77,7 @@ class sandbox {
   [[nodiscard]] virtual std::string workspace_inside() const = 0;
   // The host uid that owns what the sandbox's processes create (their ipc sockets).
   [[nodiscard]] virtual uid_t owner_uid() const = 0;
+  [[nodiscard]] virtual gid_t owner_gid() const = 0;
   // Makes a file the gateway wrote in the run dir readable by the sandbox user only.
   virtual void hand_over(const std::filesystem::path& host_path) = 0;
 };

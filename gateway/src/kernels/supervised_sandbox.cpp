@@ -3,10 +3,15 @@
 #include "child_processes.hpp"
 
 #include <gateway/log.hpp>
+#include <sandboxing/base64.hpp>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <cerrno>
 #include <csignal>
@@ -57,6 +62,9 @@ void supervised_sandbox::start() {
     log::info("sandbox_exited", {{"sandbox_id", id}, {"wait_status", std::to_string(status)}});
     if (auto self = weak.lock()) {
       self->outer_pid_ = -1;
+      // Who owns the sandbox hears first, so that its processes' exits are
+      // taken as an end, not as crashes to restart from.
+      if (auto handler = std::move(self->on_end_); handler && !self->destroyed_) handler("the sandbox ended");
       self->fail_all("the sandbox ended");
     }
   });
@@ -101,6 +109,8 @@ void supervised_sandbox::on_frame(const json& frame) {
     const auto ready = frame.get<ctl::ready_event>();
     host_uid_ = ready.host_uid;
     host_gid_ = ready.host_gid;
+    root_pid_ = ready.pid;
+    expires_at_ = ready.expires_at;
     ready_ = true;
     log::info("sandbox_ready", {{"sandbox_id", opts_.id}, {"pid", std::to_string(ready.pid)}});
     for (const auto& path : hand_over_pending_)
@@ -111,14 +121,23 @@ void supervised_sandbox::on_frame(const json& frame) {
       if (write_queue_.size() == 1) do_write();
     }
     before_ready_.clear();
+  } else if (event == "output") {
+    auto it = outputs_.find(frame.value("id", ""));
+    if (it == outputs_.end() || !it->second) return;
+    const auto data = ctl::base64_decode(frame.value("data", ""));
+    if (!data) return;
+    it->second(frame.value("stream", "") == "stderr", *data);
   } else if (event == "exit") {
     const auto ev = frame.get<ctl::exit_event>();
+    outputs_.erase(ev.id);
     auto it = exits_.find(ev.id);
     if (it == exits_.end()) return;
     exit_status st;
     st.code = ev.code.value_or(-1);
     st.signal = ev.signal.value_or(0);
     st.oom = ev.oom;
+    st.timed_out = frame.value("timed_out", false);
+    st.truncated = frame.value("truncated", false);
     auto handler = std::move(it->second);
     exits_.erase(it);
     handler(st);
@@ -135,6 +154,13 @@ void supervised_sandbox::on_frame(const json& frame) {
 void supervised_sandbox::send(json frame, std::function<void(const ctl::reply&)> on_reply) {
   const auto req = next_req_++;
   frame["req"] = req;
+  if (lost_ || destroyed_) {
+    if (on_reply)
+      boost::asio::post(io_, [on_reply = std::move(on_reply), req] {
+        on_reply(ctl::reply{req, false, std::nullopt, "the sandbox has ended"});
+      });
+    return;
+  }
   replies_[req] = std::move(on_reply);
   if (!ready_) {
     before_ready_.push_back(std::move(frame));
@@ -155,16 +181,71 @@ void supervised_sandbox::do_write() {
                            });
 }
 
-void supervised_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) {
+void supervised_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+                               output_handler on_output) {
   ctl::spawn_request s;
   s.id = req.name;
   s.argv = req.argv;
   s.env = req.env;
   s.cwd = req.cwd;
-  s.log = "/run/sandgate/" + req.name + ".log";
+  json frame;
+  if (req.capture) {
+    frame = json(s);
+    frame["capture"] = true;
+    frame["output_limit"] = req.output_limit;
+    if (!req.stdin_data.empty()) frame["stdin"] = ctl::base64_encode(req.stdin_data);
+    outputs_[req.name] = std::move(on_output);
+  } else {
+    s.log = "/run/sandgate/" + req.name + ".log";
+    frame = json(s);
+  }
+  if (req.timeout) frame["timeout_ms"] = req.timeout->count();
   exits_[req.name] = std::move(on_exit);
-  send(json(s),
-       [on_spawned = std::move(on_spawned)](const ctl::reply& r) { on_spawned(r.ok ? "" : r.error); });
+  send(std::move(frame),
+       [weak = weak_from_this(), name = req.name, on_spawned = std::move(on_spawned)](const ctl::reply& r) {
+         if (!r.ok)
+           if (auto self = weak.lock()) {
+             self->exits_.erase(name);
+             self->outputs_.erase(name);
+           }
+         on_spawned(r.ok ? "" : r.error);
+       });
+}
+
+void supervised_sandbox::when_ready(spawn_handler done) {
+  send({{"op", "ping"}}, [done = std::move(done)](const ctl::reply& r) { done(r.ok ? "" : r.error); });
+}
+
+void supervised_sandbox::kill_tree(const std::string& name) {
+  send({{"op", "kill"}, {"id", name}}, nullptr);
+}
+
+void supervised_sandbox::extend(std::int64_t expires_at, spawn_handler done) {
+  send({{"op", "extend"}, {"expires_at", expires_at}},
+       [weak = weak_from_this(), expires_at, done = std::move(done)](const ctl::reply& r) {
+         if (auto self = weak.lock(); self && r.ok) self->expires_at_ = expires_at;
+         done(r.ok ? "" : r.error);
+       });
+}
+
+int supervised_sandbox::open_workspace() const {
+  if (!ready_ || root_pid_ <= 0) {
+    errno = ESRCH;
+    return -1;
+  }
+  // The supervisor's root is the sandbox's root; the workspace is a plain
+  // directory under it, resolved without following any link.
+  const std::string root = "/proc/" + std::to_string(root_pid_) + "/root";
+  const int root_fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return -1;
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const int fd = static_cast<int>(::syscall(SYS_openat2, root_fd, "workspace", &how, sizeof how));
+  const int saved = errno;
+  ::close(root_fd);
+  errno = saved;
+  return fd;
 }
 
 void supervised_sandbox::signal(const std::string& name, int sig) {
@@ -189,10 +270,13 @@ void supervised_sandbox::fail_all(const std::string& why) {
   if (destroyed_) return;
   log::warn("sandbox_lost", {{"sandbox_id", opts_.id}, {"why", why}});
   ready_ = false;
+  lost_ = true;
+  before_ready_.clear();
   auto replies = std::move(replies_);
   replies_.clear();
   for (auto& [req, handler] : replies)
     if (handler) handler(ctl::reply{req, false, std::nullopt, why});
+  outputs_.clear();
   auto exits = std::move(exits_);
   exits_.clear();
   for (auto& [name, handler] : exits)
@@ -211,6 +295,8 @@ void supervised_sandbox::destroy() {
     boost::asio::write(socket_, boost::asio::buffer(bytes), ec);
   }
   destroyed_ = true;
+  on_end_ = nullptr;
+  outputs_.clear();
   exits_.clear();
   replies_.clear();
   boost::system::error_code ec;

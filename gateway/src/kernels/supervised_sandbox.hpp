@@ -40,14 +40,23 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   // the program cannot be started.
   void start();
 
-  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit) override;
+  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+             output_handler on_output = nullptr) override;
   void signal(const std::string& name, int sig) override;
+  void kill_tree(const std::string& name) override;
+  void extend(std::int64_t expires_at, spawn_handler done) override;
+  void when_ready(spawn_handler done) override;
+  void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void destroy() override;
+  [[nodiscard]] int open_workspace() const override;
+  // The sandbox's end of life as its supervisor reported it (unix seconds), or 0 before ready.
+  [[nodiscard]] std::int64_t expires_at() const noexcept { return expires_at_; }
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return opts_.run_dir; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return "/run/sandgate"; }
   [[nodiscard]] std::string workspace_inside() const override { return "/workspace"; }
   [[nodiscard]] uid_t owner_uid() const override { return host_uid_; }
+  [[nodiscard]] gid_t owner_gid() const override { return host_gid_; }
   void hand_over(const std::filesystem::path& host_path) override;
 
  private:
@@ -67,8 +76,12 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   bool ready_ = false;
   bool run_dir_mounted_ = false;
   bool destroyed_ = false;
+  bool lost_ = false;  // the supervisor is gone: requests fail at once
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
+  int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root
+  std::int64_t expires_at_ = 0;
+  end_handler on_end_;
   std::uint64_t next_req_ = 1;
   std::array<char, 64 * 1024> read_buf_{};
   sandboxing::control::frame_decoder decoder_;
@@ -77,6 +90,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   std::vector<std::filesystem::path> hand_over_pending_;
   std::map<std::uint64_t, std::function<void(const sandboxing::control::reply&)>> replies_;
   std::map<std::string, exit_handler> exits_;
+  std::map<std::string, output_handler> outputs_;
 };
 
 }  // namespace sandgate::gateway

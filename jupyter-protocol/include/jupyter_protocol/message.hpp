@@ -3,6 +3,7 @@
 // content hold the exact JSON text received; only the header fields needed
 // for routing are parsed (once, by the decoders). Nothing is re-serialised.
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -49,6 +50,7 @@ struct message {
 
 // ISO 8601 UTC with zero-padded microseconds: 2026-11-29T10:11:53.000123Z
 [[nodiscard]] std::string iso8601_now();
+[[nodiscard]] std::string iso8601(std::chrono::system_clock::time_point t);
 
 // A random UUID4 in canonical 8-4-4-4-12 form.
 [[nodiscard]] std::string new_uuid4();

@@ -1,0 +1,162 @@
+#include "executions.hpp"
+
+namespace sandgate::gateway {
+using json = nlohmann::json;
+
+json execution_record::to_json() const {
+  const auto end = finished.value_or(std::chrono::steady_clock::now());
+  return {
+      {"msg_id", msg_id},
+      {"status", status},
+      {"execution_count", execution_count ? json(*execution_count) : json(nullptr)},
+      {"stdout", stdout_text},
+      {"stderr", stderr_text},
+      {"result", result ? json(*result) : json(nullptr)},
+      {"outputs", outputs},
+      {"error", error ? *error : json(nullptr)},
+      {"timed_out", timed_out},
+      {"kernel_restarted", kernel_restarted},
+      {"truncated", truncated},
+      {"started", protocol::iso8601(started)},
+      {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(end - started_steady).count()}};
+}
+
+std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id) {
+  if (msg_id.empty()) return nullptr;
+  auto r = std::make_shared<execution_record>();
+  r->msg_id = msg_id;
+  if (!records_.emplace(msg_id, r).second) return records_[msg_id];
+  order_.push_back(msg_id);
+  evict();
+  return r;
+}
+
+std::shared_ptr<execution_record> execution_log::find(const std::string& msg_id) const {
+  auto it = records_.find(msg_id);
+  return it == records_.end() ? nullptr : it->second;
+}
+
+void execution_log::wait(const std::string& msg_id, waiter w) {
+  auto r = find(msg_id);
+  if (!r) return;
+  if (r->done()) return w(*r);
+  waiters_[msg_id].push_back(std::move(w));
+}
+
+bool execution_log::on_message(protocol::channel ch, const protocol::message& msg) {
+  auto it = records_.find(msg.parent.msg_id);
+  if (it == records_.end()) return false;
+  auto& r = *it->second;
+  if (r.done()) return true;
+  const std::string type = msg.msg_type();
+  const std::size_t before = r.bytes;
+  if (ch == protocol::channel::shell && type == "execute_reply") {
+    const auto content = json::parse(msg.content, nullptr, false);
+    if (content.is_object()) {
+      if (content.contains("execution_count") && content["execution_count"].is_number_integer())
+        r.execution_count = content["execution_count"].get<long long>();
+      const std::string status = content.value("status", "error");
+      if (r.status == "running") r.status = status;
+      if (status == "error" && !r.error)
+        r.error = json{{"ename", content.value("ename", "")},
+                       {"evalue", content.value("evalue", "")},
+                       {"traceback", content.value("traceback", json::array())}};
+    }
+    r.replied = true;
+  } else if (ch == protocol::channel::iopub) {
+    if (type == "status") {
+      const auto content = json::parse(msg.content, nullptr, false);
+      if (content.is_object() && content.value("execution_state", "") == "idle") r.idle = true;
+    } else if (type == "stream") {
+      const auto content = json::parse(msg.content, nullptr, false);
+      if (content.is_object() && content.contains("text") && content["text"].is_string()) {
+        auto& text = content.value("name", "") == "stderr" ? r.stderr_text : r.stdout_text;
+        const auto& add = content["text"].get_ref<const std::string&>();
+        const std::size_t room = limits_.max_stream_bytes - std::min(limits_.max_stream_bytes, text.size());
+        if (add.size() > room) r.truncated = true;
+        text.append(add, 0, std::min(room, add.size()));
+        r.bytes += std::min(room, add.size());
+      }
+    } else if (type == "display_data" || type == "execute_result" || type == "update_display_data") {
+      if (r.bytes + msg.content.size() > limits_.max_output_bytes) {
+        r.truncated = true;
+      } else {
+        const auto content = json::parse(msg.content, nullptr, false);
+        if (content.is_object()) {
+          json out = {{"output_type", type},
+                      {"data", content.value("data", json::object())},
+                      {"metadata", content.value("metadata", json::object())}};
+          if (type == "execute_result") {
+            const auto& data = out["data"];
+            if (data.contains("text/plain") && data["text/plain"].is_string())
+              r.result = data["text/plain"].get<std::string>();
+          }
+          r.outputs.push_back(std::move(out));
+          r.bytes += msg.content.size();
+        }
+      }
+    } else if (type == "error") {
+      const auto content = json::parse(msg.content, nullptr, false);
+      if (content.is_object())
+        r.error = json{{"ename", content.value("ename", "")},
+                       {"evalue", content.value("evalue", "")},
+                       {"traceback", content.value("traceback", json::array())}};
+    }
+  }
+  total_bytes_ += r.bytes - before;
+  maybe_finish(r);
+  evict();
+  return true;
+}
+
+void execution_log::finish(execution_record& r, const std::string& status) {
+  if (r.done()) return;
+  r.status = status;
+  r.finished = std::chrono::steady_clock::now();
+  auto it = waiters_.find(r.msg_id);
+  if (it == waiters_.end()) return;
+  auto waiting = std::move(it->second);
+  waiters_.erase(it);
+  for (auto& w : waiting)
+    w(r);
+}
+
+void execution_log::maybe_finish(execution_record& r) {
+  if (!r.replied || !r.idle) return;
+  std::string status = r.status;
+  if (r.timed_out) status = "timeout";
+  finish(r, status);
+}
+
+void execution_log::end_all(const std::string& why, bool restarted) {
+  for (auto& [id, r] : records_) {
+    if (r->done()) continue;
+    r->kernel_restarted = restarted;
+    if (!r->error)
+      r->error =
+          json{{"ename", "KernelDied"}, {"evalue", why}, {"traceback", json::array({"KernelDied: " + why})}};
+    finish(*r, r->timed_out ? "timeout" : "error");
+  }
+}
+
+void execution_log::evict() {
+  const auto now = std::chrono::steady_clock::now();
+  auto expired = [&](const execution_record& r) {
+    return r.done() && (order_.size() > limits_.max_records || total_bytes_ > limits_.max_total_bytes ||
+                        now - *r.finished > limits_.retention);
+  };
+  // Oldest first; a running record is never dropped, and stops the sweep.
+  while (!order_.empty()) {
+    auto it = records_.find(order_.front());
+    if (it == records_.end()) {
+      order_.pop_front();
+      continue;
+    }
+    if (!expired(*it->second)) break;
+    total_bytes_ -= std::min(total_bytes_, it->second->bytes);
+    records_.erase(it);
+    order_.pop_front();
+  }
+}
+
+}  // namespace sandgate::gateway

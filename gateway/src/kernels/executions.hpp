@@ -1,0 +1,85 @@
+#pragma once
+// What became of each execute_request a kernel received, from any client
+// (WebSocket or the REST execute): its status, streams, outputs and error,
+// kept for a while so that a client that lost its connection can read the
+// result (GET /api/kernels/{id}/executions/{msg_id}). Bounded in records,
+// bytes and time.
+
+#include <jupyter_protocol/message.hpp>
+#include <jupyter_protocol/websocket.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sandgate::gateway {
+
+struct execution_record {
+  std::string msg_id;
+  std::string status = "running";  // running, ok, error, aborted, timeout
+  std::optional<long long> execution_count;
+  std::string stdout_text;
+  std::string stderr_text;
+  std::optional<std::string> result;                 // the execute_result's text/plain, if there was one
+  nlohmann::json outputs = nlohmann::json::array();  // display_data / execute_result bundles
+  std::optional<nlohmann::json> error;               // {ename, evalue, traceback}
+  bool timed_out = false;
+  bool kernel_restarted = false;
+  bool truncated = false;  // output past the record's limits was dropped
+  bool replied = false;
+  bool idle = false;
+  std::optional<std::chrono::milliseconds> timeout;  // from when the kernel starts on it
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+  std::chrono::steady_clock::time_point started_steady = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> finished;
+  std::size_t bytes = 0;
+
+  [[nodiscard]] bool done() const noexcept { return finished.has_value(); }
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+struct execution_limits {
+  std::size_t max_records = 256;
+  std::size_t max_total_bytes = 64 * 1024 * 1024;
+  std::size_t max_stream_bytes = 1024 * 1024;       // per stream of one record
+  std::size_t max_output_bytes = 16 * 1024 * 1024;  // displays of one record
+  std::chrono::seconds retention{3600};
+};
+
+class execution_log {
+ public:
+  using waiter = std::function<void(const execution_record&)>;
+
+  explicit execution_log(execution_limits limits = {}) : limits_(limits) {}
+
+  // An execute_request sent to the kernel.
+  std::shared_ptr<execution_record> begin(const std::string& msg_id);
+  // A message from the kernel; true when its parent is a tracked execute.
+  bool on_message(protocol::channel ch, const protocol::message& msg);
+  [[nodiscard]] std::shared_ptr<execution_record> find(const std::string& msg_id) const;
+  // Calls `w` when the record is done (at once if it is).
+  void wait(const std::string& msg_id, waiter w);
+  // Ends every running record (the kernel died or restarted).
+  void end_all(const std::string& why, bool restarted);
+  // Ends one record now, as `status`.
+  void finish(execution_record& r, const std::string& status);
+
+ private:
+  void maybe_finish(execution_record& r);
+  void evict();
+
+  execution_limits limits_;
+  std::unordered_map<std::string, std::shared_ptr<execution_record>> records_;
+  std::deque<std::string> order_;
+  std::unordered_map<std::string, std::vector<waiter>> waiters_;
+  std::size_t total_bytes_ = 0;
+};
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,378 @@
+#include "sandbox_manager.hpp"
+
+#include "host_sandbox.hpp"
+#include "supervised_sandbox.hpp"
+
+#include <gateway/ids.hpp>
+#include <gateway/log.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+
+namespace sandgate::gateway {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::size_t max_metadata_entries = 64;
+constexpr std::size_t max_metadata_bytes = 256;
+constexpr std::size_t max_gone_ids = 10000;
+constexpr auto gone_retention = std::chrono::hours(1);
+
+// True when the sandbox's read-only system binds already show `path`.
+bool visible_in_sandbox(const fs::path& path) {
+  for (const char* root : {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/"})
+    if (path.string().rfind(root, 0) == 0) return true;
+  return false;
+}
+
+bool is_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+template <class T>
+bool read_number(const json& body, const char* key, std::optional<T>& out, std::string& error) {
+  if (!body.contains(key) || body[key].is_null()) return true;
+  const auto& v = body[key];
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
+      error = std::string("\"") + key + "\" must be a positive number";
+      return false;
+    }
+    out = v.get<T>();
+  } else {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0) {
+      error = std::string("\"") + key + "\" must be a positive integer";
+      return false;
+    }
+    out = v.get<T>();
+  }
+  return true;
+}
+
+bool read_string_map(const json& body, const char* key, std::map<std::string, std::string>& out,
+                     std::size_t max_entries, std::size_t max_bytes, bool names_are_identifiers,
+                     std::string& error) {
+  if (!body.contains(key) || body[key].is_null()) return true;
+  const auto& m = body[key];
+  if (!m.is_object() || m.size() > max_entries) {
+    error = std::string("\"") + key + "\" must be an object of at most " + std::to_string(max_entries) +
+            " string values";
+    return false;
+  }
+  for (const auto& [k, v] : m.items()) {
+    if (!v.is_string() || k.empty() || k.size() > max_bytes ||
+        v.get_ref<const std::string&>().size() > max_bytes || (names_are_identifiers && !is_env_name(k))) {
+      error = std::string("\"") + key + "\": bad entry \"" + k + "\"";
+      return false;
+    }
+    out[k] = v.get<std::string>();
+  }
+  return true;
+}
+
+std::int64_t unix_now() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+}  // namespace
+
+void sandbox_entry::touch() {
+  last_activity = std::chrono::steady_clock::now();
+  last_activity_wall = std::chrono::system_clock::now();
+}
+
+std::optional<sandbox_settings> sandbox_settings::from_json(const json& body, std::string& error) {
+  static const std::set<std::string> known = {"ttl_s",  "idle_timeout_s", "metadata",
+                                              "limits", "network",        "env"};
+  for (const auto& [k, v] : body.items())
+    if (!known.count(k)) {
+      error = "Unknown field \"" + k + "\"";
+      return std::nullopt;
+    }
+  sandbox_settings s;
+  if (!read_number(body, "ttl_s", s.ttl_s, error) ||
+      !read_number(body, "idle_timeout_s", s.idle_timeout_s, error))
+    return std::nullopt;
+  if (!read_string_map(body, "metadata", s.metadata, max_metadata_entries, max_metadata_bytes, false, error))
+    return std::nullopt;
+  if (!read_string_map(body, "env", s.env, 256, 64 * 1024, true, error)) return std::nullopt;
+  if (body.contains("limits") && !body["limits"].is_null()) {
+    const auto& l = body["limits"];
+    if (!l.is_object()) {
+      error = "\"limits\" must be an object";
+      return std::nullopt;
+    }
+    static const std::set<std::string> limit_keys = {"memory_bytes", "cpu", "pids", "workspace_bytes"};
+    for (const auto& [k, v] : l.items())
+      if (!limit_keys.count(k)) {
+        error = "Unknown limit \"" + k + "\" (memory_bytes, cpu, pids, workspace_bytes)";
+        return std::nullopt;
+      }
+    if (!read_number(l, "memory_bytes", s.memory_bytes, error) || !read_number(l, "cpu", s.cpu, error) ||
+        !read_number(l, "pids", s.pids, error) ||
+        !read_number(l, "workspace_bytes", s.workspace_bytes, error))
+      return std::nullopt;
+  }
+  if (body.contains("network") && !body["network"].is_null()) {
+    const auto& n = body["network"];
+    if (!n.is_string() || (n != "none" && n != "loopback")) {
+      error = "\"network\" must be \"none\" or \"loopback\"";
+      return std::nullopt;
+    }
+    s.network = n.get<std::string>();
+  }
+  return s;
+}
+
+sandbox_manager::sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
+                                 fs::path exe_dir)
+    : io_(io), cfg_(cfg), specs_(specs), exe_dir_(std::move(exe_dir)), sweep_timer_(io) {
+  policy_file_ =
+      (cfg_.policy_file.empty() ? exe_dir_ / ".." / "share" / "sandgate" / "policies" / "default.json"
+                                : cfg_.policy_file)
+          .lexically_normal();
+  std::ifstream in(policy_file_);
+  default_policy_ = json::parse(in, nullptr, false);
+  if (!default_policy_.is_object()) default_policy_ = json::object();  // the supervisor reports the error
+  max_ttl_s_ = default_policy_.value("ttl_s", std::uint64_t{86400});
+  sweep();
+}
+
+sandbox_manager::~sandbox_manager() {
+  sweep_timer_.cancel();
+  for (auto& [id, s] : sandboxes_)
+    if (s->box) s->box->destroy();
+}
+
+unsigned sandbox_manager::claim_slot() {
+  unsigned slot = 0;
+  while (used_slots_.count(slot))
+    ++slot;
+  used_slots_.insert(slot);
+  return slot;
+}
+
+fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_settings& settings,
+                                       sandbox_entry& entry, api_error& err) {
+  json policy = default_policy_;
+  auto& limits = policy["limits"];
+  if (!limits.is_object()) limits = json::object();
+  // A creator may lower the operator's limits, never raise them.
+  auto lower = [&](const char* key, const auto& wanted, auto& resolved) -> bool {
+    using T = std::decay_t<decltype(resolved)>;
+    const bool has_max = limits.contains(key) && limits[key].is_number();
+    const T max = has_max ? limits[key].get<T>() : T{};
+    if (wanted && has_max && *wanted > max) {
+      err = {400, "Bad Request",
+             "limits." + std::string(key) + " " + json(*wanted).dump() +
+                 " is above this gateway's maximum of " + json(max).dump()};
+      return false;
+    }
+    resolved = wanted ? *wanted : max;
+    if (wanted) limits[key] = *wanted;
+    return true;
+  };
+  if (!lower("memory_bytes", settings.memory_bytes, entry.limits.memory_bytes) ||
+      !lower("cpu", settings.cpu, entry.limits.cpu) || !lower("pids", settings.pids, entry.limits.pids) ||
+      !lower("workspace_bytes", settings.workspace_bytes, entry.limits.workspace_bytes))
+    return {};
+  const std::uint64_t ttl = settings.ttl_s.value_or(max_ttl_s_);
+  if (ttl > max_ttl_s_) {
+    err = {
+        400, "Bad Request",
+        "ttl_s " + std::to_string(ttl) + " is above this gateway's maximum of " + std::to_string(max_ttl_s_)};
+    return {};
+  }
+  policy["ttl_s"] = ttl;
+  entry.expires_at = unix_now() + static_cast<std::int64_t>(ttl);
+  entry.max_execution_s = policy.value("max_execution_s", std::uint64_t{0});
+  if (settings.network) policy["network"] = *settings.network;
+  entry.network = policy.value("network", std::string("none"));
+  if (!settings.env.empty()) {
+    auto& set = policy["env"]["set"];
+    if (!set.is_object()) set = json::object();
+    for (const auto& [k, v] : settings.env)
+      set[k] = v;
+  }
+  // Kernel programs outside the system dirs (this install's own kernels)
+  // must be visible inside: bind their directories read-only, at the same path.
+  std::set<std::string> binds;
+  for (const auto& [name, spec] : specs_.all())
+    if (!spec.argv.empty() && fs::path(spec.argv[0]).is_absolute()) {
+      const auto dir = fs::path(spec.argv[0]).parent_path();
+      if (!visible_in_sandbox(dir)) binds.insert(dir.string());
+    }
+  auto& mounts = policy["mounts"];
+  if (!mounts.is_array()) mounts = json::array();
+  for (const auto& dir : binds)
+    if (fs::is_directory(dir)) mounts.push_back({{"source", dir}, {"target", dir}, {"read_only", true}});
+  const auto path = cfg_.state_dir / "policies" / (id + ".json");
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << policy.dump(2);
+  return path;
+}
+
+std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& settings,
+                                                       const std::string& owner, bool implicit,
+                                                       bool unsandboxed, api_error& err) {
+  auto s = std::make_shared<sandbox_entry>();
+  s->id = new_id(cfg_.node_id);
+  s->owner = owner;
+  s->implicit = implicit;
+  s->created = std::chrono::system_clock::now();
+  s->idle_timeout_s = settings.idle_timeout_s.value_or(0);
+  s->metadata = settings.metadata;
+  s->env = settings.env;
+  s->touch();
+  specs_.refresh();
+  const auto policy = write_policy(s->id, settings, *s, err);
+  if (policy.empty()) return nullptr;
+  try {
+    if (unsandboxed) {
+      log::warn("sandbox_unsandboxed", {{"sandbox_id", s->id}});
+      s->box = std::make_shared<host_sandbox>(cfg_.state_dir / "run" / s->id,
+                                              cfg_.state_dir / "workspaces" / s->id);
+    } else {
+      supervisor_options opts;
+      opts.program = exe_dir_ / "sandgate-sandbox";
+      opts.policy_file = policy;
+      opts.id = s->id;
+      opts.run_dir = cfg_.state_dir / "run" / s->id;
+      opts.control_path = cfg_.state_dir / "control" / (s->id + ".sock");
+      opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
+      fs::create_directories(opts.log_path.parent_path());
+      opts.host_id_slot = s->slot = claim_slot();
+      opts.ready_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
+      auto box = std::make_shared<supervised_sandbox>(io_, std::move(opts));
+      box->start();
+      s->box = box;
+    }
+  } catch (const std::exception& e) {
+    used_slots_.erase(s->slot);
+    err = {500, "Internal Server Error", std::string("cannot create a sandbox: ") + e.what()};
+    return nullptr;
+  }
+  std::weak_ptr<sandbox_entry> weak = s;
+  s->box->on_end([this, weak](const std::string& why) {
+    auto s = weak.lock();
+    if (!s) return;
+    const bool expired = unix_now() + 2 >= s->expires_at;
+    log::info("sandbox_ended", {{"sandbox_id", s->id}, {"why", expired ? "ttl expired" : why}});
+    end(s->id, expired ? "expired" : "ended");
+  });
+  sandboxes_.emplace(s->id, s);
+  log::info("sandbox_created",
+            {{"sandbox_id", s->id}, {"owner", owner}, {"implicit", implicit ? "yes" : "no"}});
+  return s;
+}
+
+void sandbox_manager::when_ready(const std::shared_ptr<sandbox_entry>& s,
+                                 std::function<void(std::string error)> done) {
+  s->box->when_ready([s, done = std::move(done)](const std::string& error) {
+    if (error.empty())
+      if (auto* sup = dynamic_cast<supervised_sandbox*>(s->box.get()); sup && sup->expires_at() > 0)
+        s->expires_at = sup->expires_at();
+    done(error);
+  });
+}
+
+std::shared_ptr<sandbox_entry> sandbox_manager::find(const std::string& id) const {
+  auto it = sandboxes_.find(id);
+  return it == sandboxes_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::list() const {
+  std::vector<std::shared_ptr<sandbox_entry>> out;
+  for (const auto& [id, s] : sandboxes_)
+    out.push_back(s);
+  return out;
+}
+
+void sandbox_manager::remember_gone(const std::string& id, const std::string& reason) {
+  gone_[id] = {reason, std::chrono::steady_clock::now()};
+  gone_order_.push_back(id);
+  while (gone_order_.size() > max_gone_ids) {
+    gone_.erase(gone_order_.front());
+    gone_order_.pop_front();
+  }
+}
+
+std::optional<std::string> sandbox_manager::gone(const std::string& id) const {
+  auto it = gone_.find(id);
+  if (it == gone_.end() || std::chrono::steady_clock::now() - it->second.second > gone_retention)
+    return std::nullopt;
+  return it->second.first;
+}
+
+void sandbox_manager::end(const std::string& id, const std::string& reason) {
+  auto s = find(id);
+  if (!s) return;
+  if (end_listener_) end_listener_(s, reason);  // the kernels inside end first
+  destroy(id, reason);
+}
+
+void sandbox_manager::destroy(const std::string& id, const std::string& reason) {
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) return;
+  auto s = it->second;
+  sandboxes_.erase(it);
+  remember_gone(id, reason);
+  for (const auto& k : s->kernels)
+    remember_gone(k, reason);
+  s->box->destroy();
+  std::error_code ec;
+  fs::remove_all(cfg_.state_dir / "run" / id, ec);
+  fs::remove(cfg_.state_dir / "control" / (id + ".sock"), ec);
+  fs::remove(cfg_.state_dir / "policies" / (id + ".json"), ec);
+  if (reason == "deleted" || reason == "culled") fs::remove(cfg_.state_dir / "logs" / (id + ".log"), ec);
+  fs::remove_all(cfg_.state_dir / "workspaces" / id, ec);
+  used_slots_.erase(s->slot);
+  log::info("sandbox_destroyed", {{"sandbox_id", id}, {"reason", reason}});
+}
+
+void sandbox_manager::extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
+                             std::function<void(std::optional<api_error>)> done) {
+  if (ttl_s > max_ttl_s_)
+    return done(api_error{400, "Bad Request",
+                          "ttl_s " + std::to_string(ttl_s) + " is above this gateway's maximum of " +
+                              std::to_string(max_ttl_s_)});
+  const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl_s);
+  s->box->extend(expires_at, [s, expires_at, done = std::move(done)](const std::string& error) {
+    if (!error.empty()) return done(api_error{409, "Conflict", "cannot extend the sandbox: " + error});
+    s->expires_at = expires_at;
+    done(std::nullopt);
+  });
+}
+
+void sandbox_manager::sweep() {
+  // Once a second: idle culling, and the gateway's own backstop for the TTL
+  // (the supervisor enforces it; an unsandboxed "sandbox" has no supervisor).
+  const auto now = std::chrono::steady_clock::now();
+  const auto wall = unix_now();
+  std::vector<std::pair<std::string, std::string>> ending;
+  for (const auto& [id, s] : sandboxes_) {
+    if (wall >= s->expires_at + 5) {
+      ending.emplace_back(id, "expired");
+    } else if (s->idle_timeout_s > 0 && s->commands_running == 0 &&
+               now - s->last_activity > std::chrono::seconds(s->idle_timeout_s) &&
+               (!idle_probe_ || idle_probe_(*s))) {
+      ending.emplace_back(id, "culled");
+    }
+  }
+  for (const auto& [id, reason] : ending) {
+    log::info("sandbox_" + reason, {{"sandbox_id", id}});
+    end(id, reason);
+  }
+  sweep_timer_.expires_after(std::chrono::seconds(1));
+  sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) sweep();
+  });
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,140 @@
+#pragma once
+// The sandboxes of this gateway. A sandbox is made explicitly (POST
+// /api/sandboxes, several kernels and commands share it) or implicitly for
+// one kernel of the Kernel Gateway API (it ends with that kernel). Each gets
+// a policy of its own: the operator's default policy with the creator's
+// settings, which may lower but never raise the default's limits.
+
+#include "sandbox.hpp"
+
+#include <gateway/config.hpp>
+#include <gateway/kernelspec.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sandgate::gateway {
+
+// Outcome of a request, in HTTP terms so the API can answer it directly.
+struct api_error {
+  unsigned status = 500;
+  std::string reason;
+  std::string message;
+};
+
+struct sandbox_limits {
+  std::uint64_t memory_bytes = 0;
+  double cpu = 0;
+  std::uint64_t pids = 0;
+  std::uint64_t workspace_bytes = 0;
+};
+
+// What a creator may choose; anything unset takes the default policy's value.
+struct sandbox_settings {
+  std::optional<std::uint64_t> ttl_s;
+  std::optional<std::uint64_t> idle_timeout_s;
+  std::map<std::string, std::string> metadata;
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<double> cpu;
+  std::optional<std::uint64_t> pids;
+  std::optional<std::uint64_t> workspace_bytes;
+  std::optional<std::string> network;
+  std::map<std::string, std::string> env;
+
+  // From a POST /api/sandboxes body; nullopt with `error` set when invalid.
+  static std::optional<sandbox_settings> from_json(const nlohmann::json& body, std::string& error);
+};
+
+struct sandbox_entry {
+  std::string id;
+  std::string owner;
+  bool implicit = false;  // made for one kernel; ends with it
+  std::chrono::system_clock::time_point created;
+  std::int64_t expires_at = 0;       // unix seconds
+  std::uint64_t idle_timeout_s = 0;  // 0: never culled
+  std::uint64_t max_execution_s = 0;
+  std::map<std::string, std::string> metadata;
+  sandbox_limits limits;
+  std::string network;
+  std::map<std::string, std::string> env;  // for every kernel and command inside
+  std::shared_ptr<sandbox> box;
+  std::set<std::string> kernels;
+  unsigned commands_running = 0;
+  std::chrono::steady_clock::time_point last_activity;
+  std::chrono::system_clock::time_point last_activity_wall;
+  unsigned slot = 0;
+
+  void touch();
+};
+
+class sandbox_manager {
+ public:
+  // Told when a sandbox ends by itself or is culled; `reason` is "expired",
+  // "culled" or "ended".
+  using end_listener = std::function<void(const std::shared_ptr<sandbox_entry>&, const std::string& reason)>;
+  // Asked whether a sandbox's kernels are all idle (for culling).
+  using idle_probe = std::function<bool(const sandbox_entry&)>;
+
+  sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
+                  std::filesystem::path exe_dir);
+  ~sandbox_manager();
+
+  void on_sandbox_end(end_listener listener) { end_listener_ = std::move(listener); }
+  void set_idle_probe(idle_probe probe) { idle_probe_ = std::move(probe); }
+
+  // Starts a sandbox; its supervisor becomes ready in the background (spawns
+  // wait for it). nullptr with `err` set when the settings break the policy.
+  std::shared_ptr<sandbox_entry> create(const sandbox_settings& settings, const std::string& owner,
+                                        bool implicit, bool unsandboxed, api_error& err);
+  // Calls `done` once the sandbox's supervisor answers (or failed to start).
+  void when_ready(const std::shared_ptr<sandbox_entry>& s, std::function<void(std::string error)> done);
+  [[nodiscard]] std::shared_ptr<sandbox_entry> find(const std::string& id) const;
+  [[nodiscard]] std::vector<std::shared_ptr<sandbox_entry>> list() const;
+  // Kills everything inside and forgets the sandbox; later lookups of its id
+  // (and of `also_ids`, its kernels) answer `reason` for a while.
+  void destroy(const std::string& id, const std::string& reason);
+  void extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
+              std::function<void(std::optional<api_error>)> done);
+  // Why an id that no longer exists went away ("expired", "culled",
+  // "deleted"), or nothing when it is unknown.
+  [[nodiscard]] std::optional<std::string> gone(const std::string& id) const;
+  void remember_gone(const std::string& id, const std::string& reason);
+
+  [[nodiscard]] std::uint64_t max_ttl_s() const noexcept { return max_ttl_s_; }
+
+ private:
+  std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
+                                     sandbox_entry& entry, api_error& err);
+  unsigned claim_slot();
+  void sweep();
+  void end(const std::string& id, const std::string& reason);
+
+  boost::asio::io_context& io_;
+  const config& cfg_;
+  kernelspec_catalog& specs_;
+  std::filesystem::path exe_dir_;
+  std::filesystem::path policy_file_;
+  nlohmann::json default_policy_;
+  std::uint64_t max_ttl_s_ = 0;
+  std::map<std::string, std::shared_ptr<sandbox_entry>> sandboxes_;
+  std::set<unsigned> used_slots_;
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> gone_;
+  std::deque<std::string> gone_order_;
+  boost::asio::steady_timer sweep_timer_;
+  end_listener end_listener_;
+  idle_probe idle_probe_;
+};
+
+}  // namespace sandgate::gateway
