@@ -2,7 +2,9 @@
 SANDGATE_URL, SANDGATE_WS_URL, SANDGATE_TOKEN and SANDGATE_KERNELS in its
 environment, then stops the gateway and checks it exits 0 on SIGTERM.
 
-usage: run_with_gateway.py [--timeout S] -- COMMAND ARGS...
+usage: run_with_gateway.py [--timeout S] [--sandboxed] -- COMMAND ARGS...
+
+--sandboxed runs kernels in real sandboxes (needs root).
 """
 
 import os
@@ -19,10 +21,13 @@ def main():
     if args[:1] == ["--timeout"]:
         timeout = float(args[1])
         args = args[2:]
+    sandboxed = args[:1] == ["--sandboxed"]
+    if sandboxed:
+        args = args[1:]
     if args[:1] != ["--"] or len(args) < 2:
         raise SystemExit(__doc__)
     command = args[1:]
-    gw = Gateway(name="e2e-" + os.path.basename(command[-1]))
+    gw = Gateway(name="e2e-" + os.path.basename(command[-1]), sandboxed=sandboxed)
     try:
         env = dict(os.environ, SANDGATE_URL=gw.url, SANDGATE_WS_URL=gw.ws_base, SANDGATE_TOKEN=gw.token,
                    SANDGATE_KERNELS=",".join(kernel_names()), SANDGATE_GATEWAY_LOG=gw.log_path)
