@@ -71,6 +71,7 @@ const std::vector<std::string> all_options = {
     "base-url",
     "certfile",
     "keyfile",
+    "tokens-file",
     "kernel-path",
     "policy",
     "unsandboxed-kernels",

@@ -362,6 +362,89 @@ class Lifetimes(SandboxTestCase):
         self.assertEqual(self.gw.request("GET", f"api/sandboxes/{sb['id']}").json()["reason"], "culled")
 
 
+class Ownership(SandboxTestCase):
+    """Principals from a tokens file: nobody sees anyone else's sandboxes or
+    kernels, quotas hold under concurrent creates, the gateway's own token
+    is the admin."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tokens = {name: f"{name}-{uuid.uuid4().hex}" for name in ("alice", "bob")}
+        principals = [{"name": n, "token_sha256": hashlib.sha256(t.encode()).hexdigest()}
+                      for n, t in cls.tokens.items()]
+        principals[1]["quotas"] = {"sandboxes": 2, "kernels": 2}
+        fd, cls.tokens_path = tempfile.mkstemp(suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"principals": principals}, f)
+        cls.gateway_args = ("--tokens-file", cls.tokens_path)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        os.unlink(cls.tokens_path)
+
+    def as_(self, who, method, path, body=None, **kw):
+        return self.gw.request(method, path, body, token=self.tokens[who], **kw)
+
+    def test_principals_cannot_see_each_others_resources(self):
+        r = self.as_("alice", "POST", "api/sandboxes", {})
+        self.assertEqual(r.status, 201, r)
+        sid = r.json()["id"]
+        self.addCleanup(self._delete_sandbox_quietly, sid)
+        r = self.as_("alice", "POST", "api/kernels", {"name": "python", "sandbox_id": sid}, timeout=120)
+        self.assertEqual(r.status, 201, r)
+        kid = r.json()["id"]
+        self.assertEqual(self.as_("alice", "PUT", f"api/sandboxes/{sid}/files/secret.txt", raw=b"alice's").status, 201)
+        rec = self.as_("alice", "POST", f"api/kernels/{kid}/execute", {"code": "1 + 1"}).json()
+        # bob: 404 everywhere, and empty listings.
+        self.assertEqual(self.as_("bob", "GET", "api/sandboxes").json(), [])
+        self.assertEqual(self.as_("bob", "GET", "api/kernels").json(), [])
+        for method, path, body in [
+            ("GET", f"api/sandboxes/{sid}", None), ("PATCH", f"api/sandboxes/{sid}", {"ttl_s": 60}),
+            ("DELETE", f"api/sandboxes/{sid}", None), ("GET", f"api/sandboxes/{sid}/files/secret.txt", None),
+            ("GET", f"api/sandboxes/{sid}/files", None), ("DELETE", f"api/sandboxes/{sid}/files/secret.txt", None),
+            ("POST", f"api/sandboxes/{sid}/commands", {"cmd": "cat secret.txt"}),
+            ("GET", f"api/kernels/{kid}", None), ("DELETE", f"api/kernels/{kid}", None),
+            ("POST", f"api/kernels/{kid}/interrupt", None), ("POST", f"api/kernels/{kid}/restart", None),
+            ("POST", f"api/kernels/{kid}/execute", {"code": "1"}),
+            ("GET", f"api/kernels/{kid}/executions/{rec['msg_id']}", None),
+            ("POST", "api/kernels", {"name": "python", "sandbox_id": sid}),
+        ]:
+            with self.subTest(method=method, path=path):
+                self.assertError(self.as_("bob", method, path, body), 404)
+        r = self.as_("bob", "PUT", f"api/sandboxes/{sid}/files/secret.txt", raw=b"bob's")
+        self.assertEqual(r.status, 404, r)
+        with self.assertRaises(Exception):
+            self.gw.connect(kid, token=self.tokens["bob"])
+        # alice still has it all; the admin (the gateway's own token) sees it too.
+        self.assertEqual(self.as_("alice", "GET", f"api/sandboxes/{sid}/files/secret.txt").body, b"alice's")
+        self.assertIn(sid, [s["id"] for s in self.gw.request("GET", "api/sandboxes").json()])
+        self.assertIn(kid, [k["id"] for k in self.gw.request("GET", "api/kernels").json()])
+
+    def test_quotas_hold_under_concurrent_creates(self):
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: self.as_("bob", "POST", "api/sandboxes", {}, timeout=120), range(8)))
+        created = [r.json()["id"] for r in results if r.status == 201]
+        for sid in created:
+            self.addCleanup(self._delete_sandbox_quietly, sid)
+        self.assertEqual(len(created), 2, results)
+        for r in results:
+            if r.status != 201:
+                self.assertEqual(r.status, 429, r)
+        r = self.as_("bob", "POST", "api/kernels", {"name": "bash", "sandbox_id": created[0]}, timeout=120)
+        self.assertEqual(r.status, 201, r)
+        r = self.as_("bob", "POST", "api/kernels", {"name": "bash", "sandbox_id": created[0]}, timeout=120)
+        self.assertEqual(r.status, 201, r)
+        self.assertError(self.as_("bob", "POST", "api/kernels", {"name": "bash", "sandbox_id": created[1]}), 429)
+        # A deleted sandbox frees its share.
+        self.assertEqual(self.as_("bob", "DELETE", f"api/sandboxes/{created[0]}").status, 204)
+        r = self.as_("bob", "POST", "api/sandboxes", {}, timeout=120)
+        self.assertEqual(r.status, 201, r)
+        self.addCleanup(self._delete_sandbox_quietly, r.json()["id"])
+
+
 class PolicyExecutionLimit(SandboxTestCase):
     """The policy's max_execution_s binds executes from any client."""
 

@@ -25,7 +25,8 @@ struct config {
   std::filesystem::path certfile;
   std::filesystem::path keyfile;
   std::vector<std::filesystem::path> kernel_paths;  // extra kernelspec dirs
-  std::filesystem::path policy_file;             // default sandbox policy; empty: the installed default.json
+  std::filesystem::path tokens_file;  // principals and quotas by token digest; empty: only --auth-token
+  std::filesystem::path policy_file;  // default sandbox policy; empty: the installed default.json
   std::vector<std::string> unsandboxed_kernels;  // kernelspecs the operator lets run outside a sandbox
   std::uint16_t node_id = 0;
   std::string log_level = "info";

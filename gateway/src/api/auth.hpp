@@ -1,26 +1,56 @@
 #pragma once
 // Token authentication: "Authorization: token T", "Authorization: Bearer T"
-// or "?token=T" (for WebSocket clients that cannot set headers), compared in
-// constant time. An empty configured token turns auth off.
+// or "?token=T" (for WebSocket clients that cannot set headers). The
+// gateway's own token (--auth-token) is the admin principal; a tokens file
+// (--tokens-file) maps the SHA-256 of other tokens to principals, each with
+// optional quotas. Tokens are compared by digest, in constant time.
+// An empty configured token and no tokens file turns auth off.
 
+#include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandgate::gateway {
 
 enum class auth_result { ok, missing, wrong };
 
+struct quotas {
+  std::optional<std::uint64_t> sandboxes;     // at once, starting ones included
+  std::optional<std::uint64_t> kernels;       // at once, starting ones included
+  std::optional<std::uint64_t> memory_bytes;  // the sum of their sandboxes' memory limits
+};
+
+struct principal {
+  std::string name;
+  bool admin = false;
+  quotas limits;
+
+  // Whether this principal may see what `owner` made.
+  [[nodiscard]] bool sees(const std::string& owner) const { return admin || owner == name; }
+};
+
 class authenticator {
  public:
-  explicit authenticator(std::string token) : token_(std::move(token)) {}
+  // `token`: the admin's; `tokens_file`: empty for none. Throws
+  // std::runtime_error with a message for the operator on a bad file.
+  explicit authenticator(std::string token, const std::filesystem::path& tokens_file = {});
 
-  [[nodiscard]] bool enabled() const noexcept { return !token_.empty(); }
+  [[nodiscard]] bool enabled() const noexcept { return !token_.empty() || !principals_.empty(); }
   // `authorization`: the header value (may be empty); `query_token`: ?token= (may be empty).
-  [[nodiscard]] auth_result check(std::string_view authorization, std::string_view query_token) const;
+  [[nodiscard]] auth_result check(std::string_view authorization, std::string_view query_token,
+                                  principal& who) const;
 
  private:
+  struct entry {
+    std::string digest;  // SHA-256 of the token, 32 raw bytes
+    principal who;
+  };
+  std::string token_digest_;
   std::string token_;
+  std::vector<entry> principals_;
 };
 
 // A fresh random token (48 hex digits).

@@ -258,12 +258,12 @@ router::upload_start router::begin_upload(const http::request_header<>& header, 
     if (!t) return reject(ctx->error(http::status::not_found, "No such path"));
     ctx->parts = std::move(t->segments);
     const auto token = t->query.count("token") ? t->query["token"] : std::string();
-    if (auto rejection = authenticate(ctx->req, token, ctx->principal)) return reject(std::move(*rejection));
+    if (auto rejection = authenticate(ctx->req, token, ctx->who)) return reject(std::move(*rejection));
     const auto& p = ctx->parts;
     if (p.size() < 4 || p[0] != "api" || p[1] != "sandboxes" || p[3] != "files")
       return reject(ctx->error(http::status::not_found, "No such path"));
     auto s = is_uuid(p[2]) ? kernels_.sandboxes().find(p[2]) : nullptr;
-    if (!s || (ctx->principal != "admin" && s->owner != ctx->principal))
+    if (!s || !ctx->who.sees(s->owner))
       return reject(ctx->not_found("Sandbox does not exist: " + p[2],
                                    s ? std::nullopt : kernels_.sandboxes().gone(p[2])));
     auto path = file_path(*ctx);

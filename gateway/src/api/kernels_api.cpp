@@ -139,7 +139,7 @@ json router::kernel_model(const kernel& k) const {
 
 std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) {
   auto k = is_uuid(id) ? kernels_.find(id) : nullptr;
-  if (!k || (ctx.principal != "admin" && k->owner() != ctx.principal)) {
+  if (!k || !ctx.who.sees(k->owner())) {
     ctx.reply(
         ctx.not_found("Kernel does not exist: " + id, k ? std::nullopt : kernels_.sandboxes().gone(id)));
     return nullptr;
@@ -150,7 +150,7 @@ std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) 
 void router::list_kernels(context& ctx) {
   json out = json::array();
   for (const auto& k : kernels_.list())
-    if (ctx.principal == "admin" || k->owner() == ctx.principal) out.push_back(kernel_model(*k));
+    if (ctx.who.sees(k->owner())) out.push_back(kernel_model(*k));
   ctx.reply(ctx.json(http::status::ok, out));
 }
 
@@ -168,7 +168,7 @@ void router::post_kernel(context& ctx) {
     return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" must be a string"));
   const std::string sandbox_id = sandbox.is_string() ? sandbox.get<std::string>() : "";
   auto self = ctx.shared_from_this();
-  kernels_.start_kernel(name, std::move(*env), ctx.principal, sandbox_id,
+  kernels_.start_kernel(name, std::move(*env), ctx.who, sandbox_id,
                         [this, self](std::shared_ptr<kernel> k, std::optional<api_error> err) {
                           if (err) return self->reply(self->error(*err));
                           auto res = self->json(http::status::created, kernel_model(*k));

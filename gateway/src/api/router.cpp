@@ -33,7 +33,7 @@ std::optional<request_target> parse_target(std::string_view raw, std::string_vie
 }
 
 router::router(const config& cfg, kernel_manager& kernels, std::string token)
-    : cfg_(cfg), kernels_(kernels), auth_(std::move(token)) {}
+    : cfg_(cfg), kernels_(kernels), auth_(std::move(token), cfg.tokens_file) {}
 
 router::response router::error_response(http::status status, std::string message, unsigned version,
                                         bool keep_alive) {
@@ -95,10 +95,9 @@ void router::add_cors(const request& req, boost::beast::http::fields& res) const
 }
 
 std::optional<router::response> router::authenticate(const request& req, const std::string& query_token,
-                                                     std::string& principal) {
-  switch (auth_.check(req[http::field::authorization], query_token)) {
+                                                     principal& who) {
+  switch (auth_.check(req[http::field::authorization], query_token, who)) {
     case auth_result::ok:
-      principal = "admin";
       return std::nullopt;
     case auth_result::missing: {
       auto res =
@@ -134,7 +133,7 @@ bool router::prepare(context& ctx) {
     return false;
   }
   const auto token = t->query.count("token") ? t->query["token"] : std::string();
-  if (auto rejection = authenticate(ctx.req, token, ctx.principal)) {
+  if (auto rejection = authenticate(ctx.req, token, ctx.who)) {
     ctx.reply(std::move(*rejection));
     return false;
   }
@@ -254,13 +253,13 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
     if (scheme_end == std::string::npos || origin.substr(scheme_end + 3) != host)
       return reject(http::status::forbidden, "Cross-origin WebSocket refused: " + std::string(origin));
   }
-  std::string principal;
-  if (auto r = authenticate(req, t->query.count("token") ? t->query["token"] : "", principal)) {
+  principal who;
+  if (auto r = authenticate(req, t->query.count("token") ? t->query["token"] : "", who)) {
     r->keep_alive(false);
     return r;
   }
   auto k = kernels_.find(t->segments[2]);
-  if (!k || (principal != "admin" && k->owner() != principal)) {
+  if (!k || !who.sees(k->owner())) {
     const auto gone = k ? std::nullopt : kernels_.sandboxes().gone(t->segments[2]);
     auto res = reject(http::status::not_found, "Kernel does not exist: " + t->segments[2]);
     if (gone) {

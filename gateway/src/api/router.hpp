@@ -53,6 +53,7 @@ class router {
     std::shared_ptr<upload_job> job;    // or read the body into job->upload.file
   };
 
+  // Throws std::runtime_error when the tokens file cannot be used.
   router(const config& cfg, kernel_manager& kernels, std::string token);
 
   void handle(request&& req, responder respond);
@@ -77,7 +78,7 @@ class router {
     request req;
     responder respond;
     std::vector<std::string> parts;  // path segments after the base URL
-    std::string principal;
+    principal who;
     void reply(response&& res);  // adds CORS headers; answers once
     template <class Body>
     void reply_body(boost::beast::http::response<Body>&& res) {
@@ -97,8 +98,7 @@ class router {
     response empty(boost::beast::http::status status) const;
   };
 
-  std::optional<response> authenticate(const request& req, const std::string& query_token,
-                                       std::string& principal);
+  std::optional<response> authenticate(const request& req, const std::string& query_token, principal& who);
   // Parses the target, authenticates; false after answering.
   bool prepare(context& ctx);
   void add_cors(const request& req, boost::beast::http::fields& res) const;

@@ -49,7 +49,7 @@ json router::sandbox_model(const sandbox_entry& s) const {
 
 std::shared_ptr<sandbox_entry> router::own_sandbox(context& ctx, const std::string& id) {
   auto s = is_uuid(id) ? kernels_.sandboxes().find(id) : nullptr;
-  if (!s || (ctx.principal != "admin" && s->owner != ctx.principal)) {
+  if (!s || !ctx.who.sees(s->owner)) {
     ctx.reply(
         ctx.not_found("Sandbox does not exist: " + id, s ? std::nullopt : kernels_.sandboxes().gone(id)));
     return nullptr;
@@ -64,7 +64,7 @@ void router::post_sandbox(context& ctx) {
   auto settings = sandbox_settings::from_json(*body, error);
   if (!settings) return ctx.reply(ctx.error(http::status::bad_request, error));
   api_error err;
-  auto s = kernels_.sandboxes().create(*settings, ctx.principal, false, kernels_.unsandboxed("*"), err);
+  auto s = kernels_.create_sandbox(*settings, ctx.who, err);
   if (!s) return ctx.reply(ctx.error(err));
   auto self = ctx.shared_from_this();
   kernels_.sandboxes().when_ready(s, [this, self, s](const std::string& failure) {
@@ -87,7 +87,7 @@ void router::list_sandboxes(context& ctx) {
   const auto filters = metadata_filters(query);
   json out = json::array();
   for (const auto& s : kernels_.sandboxes().list()) {
-    if (ctx.principal != "admin" && s->owner != ctx.principal) continue;
+    if (!ctx.who.sees(s->owner)) continue;
     bool match = true;
     for (const auto& [k, v] : filters)
       if (auto it = s->metadata.find(k); it == s->metadata.end() || it->second != v) match = false;

@@ -34,14 +34,13 @@ json router::session_model(const session_record& s) const {
 void router::list_sessions(context& ctx) {
   json out = json::array();
   for (const auto& s : sessions_.list())
-    if ((ctx.principal == "admin" || s.owner == ctx.principal) && kernels_.find(s.kernel_id))
-      out.push_back(session_model(s));
+    if (ctx.who.sees(s.owner) && kernels_.find(s.kernel_id)) out.push_back(session_model(s));
   ctx.reply(ctx.json(http::status::ok, out));
 }
 
 void router::get_session(context& ctx, const std::string& id) {
   auto* s = sessions_.find(id);
-  if (!s || (ctx.principal != "admin" && s->owner != ctx.principal))
+  if (!s || !ctx.who.sees(s->owner))
     return ctx.reply(ctx.error(http::status::not_found, "Session not found: " + id));
   ctx.reply(ctx.json(http::status::ok, session_model(*s)));
 }
@@ -56,7 +55,7 @@ void router::post_session(context& ctx) {
   if (rec.path.empty()) return ctx.reply(ctx.error(http::status::bad_request, "\"path\" is required"));
   rec.name = string_field(*body, "name");
   rec.type = string_field(*body, "type");
-  rec.owner = ctx.principal;
+  rec.owner = ctx.who.name;
   if (auto* existing = sessions_.find_by_path(rec.path, rec.owner);
       existing && kernels_.find(existing->kernel_id))
     return ctx.reply(ctx.json(http::status::created, session_model(*existing)));
@@ -78,7 +77,7 @@ void router::post_session(context& ctx) {
     return;
   }
   kernels_.start_kernel(
-      string_field(kernel_req, "name"), {}, ctx.principal, "",
+      string_field(kernel_req, "name"), {}, ctx.who, "",
       [self, finish](std::shared_ptr<kernel> k, std::optional<api_error> err) mutable {
         if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
         finish(k->id());
@@ -87,7 +86,7 @@ void router::post_session(context& ctx) {
 
 void router::patch_session(context& ctx, const std::string& id) {
   auto* s = sessions_.find(id);
-  if (!s || (ctx.principal != "admin" && s->owner != ctx.principal))
+  if (!s || !ctx.who.sees(s->owner))
     return ctx.reply(ctx.error(http::status::not_found, "Session not found: " + id));
   auto body = object_body(ctx.req.body());
   if (!body) return ctx.reply(ctx.error(http::status::bad_request, "Malformed JSON in the request body"));
@@ -105,7 +104,7 @@ void router::patch_session(context& ctx, const std::string& id) {
       auto self = ctx.shared_from_this();
       const std::string old_kernel = s->kernel_id;
       return kernels_.start_kernel(
-          kname, {}, ctx.principal, "",
+          kname, {}, ctx.who, "",
           [this, self, id, old_kernel](std::shared_ptr<kernel> k, std::optional<api_error> err) {
             if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
             auto* rec = sessions_.find(id);
@@ -121,7 +120,7 @@ void router::patch_session(context& ctx, const std::string& id) {
 
 void router::delete_session(context& ctx, const std::string& id) {
   auto* s = sessions_.find(id);
-  if (!s || (ctx.principal != "admin" && s->owner != ctx.principal))
+  if (!s || !ctx.who.sees(s->owner))
     return ctx.reply(ctx.error(http::status::not_found, "Session not found: " + id));
   const std::string kernel_id = s->kernel_id;
   sessions_.erase(id);

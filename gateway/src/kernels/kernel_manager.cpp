@@ -75,9 +75,42 @@ void kernel_manager::release(const std::shared_ptr<kernel>& k, const std::string
   if (s->implicit && s->kernels.empty()) sandboxes_.destroy(s->id, reason);
 }
 
+std::optional<api_error> kernel_manager::over_quota(const principal& who, bool new_sandbox,
+                                                    std::uint64_t memory_bytes, bool new_kernel) const {
+  const auto& q = who.limits;
+  if (!q.sandboxes && !q.kernels && !q.memory_bytes) return std::nullopt;
+  std::uint64_t sandboxes = 0, memory = 0, kernels = 0;
+  for (const auto& s : sandboxes_.list())
+    if (s->owner == who.name) {
+      ++sandboxes;
+      memory += s->limits.memory_bytes;
+    }
+  for (const auto& [id, k] : kernels_)
+    if (k->owner() == who.name) ++kernels;
+  auto refuse = [](const std::string& what, std::uint64_t limit) {
+    return api_error{429, "Too Many Requests",
+                     "Over quota: at most " + std::to_string(limit) + " " + what + "; delete some first"};
+  };
+  if (new_sandbox && q.sandboxes && sandboxes + 1 > *q.sandboxes) return refuse("sandboxes", *q.sandboxes);
+  if (new_sandbox && q.memory_bytes && memory + memory_bytes > *q.memory_bytes)
+    return refuse("bytes of sandbox memory", *q.memory_bytes);
+  if (new_kernel && q.kernels && kernels + 1 > *q.kernels) return refuse("kernels", *q.kernels);
+  return std::nullopt;
+}
+
+std::shared_ptr<sandbox_entry> kernel_manager::create_sandbox(const sandbox_settings& settings,
+                                                              const principal& who, api_error& err) {
+  const std::uint64_t memory = settings.memory_bytes.value_or(sandboxes_.default_limits().memory_bytes);
+  if (auto e = over_quota(who, true, memory, false)) {
+    err = *e;
+    return nullptr;
+  }
+  return sandboxes_.create(settings, who.name, false, unsandboxed("*"), err);
+}
+
 void kernel_manager::start_kernel(const std::string& requested, std::map<std::string, std::string> env,
-                                  const std::string& owner, const std::string& sandbox_id,
-                                  start_handler done) {
+                                  const principal& who, const std::string& sandbox_id, start_handler done) {
+  const std::string& owner = who.name;
   const std::string name = requested.empty() ? default_kernel_name() : requested;
   specs_.refresh();
   const kernelspec* found = specs_.find(name);
@@ -90,11 +123,14 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   std::shared_ptr<sandbox_entry> box;
   if (!sandbox_id.empty()) {
     box = sandboxes_.find(sandbox_id);
-    if (!box || (owner != "admin" && box->owner != owner)) {
+    if (!box || !who.sees(box->owner)) {
       const auto why = sandboxes_.gone(sandbox_id);
       return done(nullptr, api_error{404, why ? *why : "Not Found", "Sandbox does not exist: " + sandbox_id});
     }
+    if (auto e = over_quota(who, false, 0, true)) return done(nullptr, *e);
   } else {
+    if (auto e = over_quota(who, true, sandboxes_.default_limits().memory_bytes, true))
+      return done(nullptr, *e);
     api_error err;
     box = sandboxes_.create({}, owner, true, unsandboxed(name), err);
     if (!box) return done(nullptr, err);

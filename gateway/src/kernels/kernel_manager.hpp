@@ -2,6 +2,7 @@
 // The kernels of this gateway: admission (starting kernels count), start,
 // lookup by id and owner, shutdown, and reaping of host child processes.
 
+#include "../api/auth.hpp"
 #include "kernel.hpp"
 #include "sandbox_manager.hpp"
 
@@ -31,8 +32,11 @@ class kernel_manager {
 
   // In the sandbox `sandbox_id` (the caller's), or in a fresh sandbox of the
   // default policy that ends with the kernel when it is empty.
-  void start_kernel(const std::string& name, std::map<std::string, std::string> env, const std::string& owner,
+  void start_kernel(const std::string& name, std::map<std::string, std::string> env, const principal& who,
                     const std::string& sandbox_id, start_handler done);
+  // An explicit sandbox (POST /api/sandboxes), within the principal's quotas.
+  std::shared_ptr<sandbox_entry> create_sandbox(const sandbox_settings& settings, const principal& who,
+                                                api_error& err);
   [[nodiscard]] std::shared_ptr<kernel> find(const std::string& id) const;
   [[nodiscard]] std::vector<std::shared_ptr<kernel>> list() const;
   void shutdown_kernel(const std::string& id, std::function<void()> done);
@@ -49,6 +53,9 @@ class kernel_manager {
   [[nodiscard]] bool unsandboxed(const std::string& kernel_name) const;
 
  private:
+  // 429 when one more sandbox (of `memory_bytes`) or kernel would pass a quota.
+  std::optional<api_error> over_quota(const principal& who, bool new_sandbox, std::uint64_t memory_bytes,
+                                      bool new_kernel) const;
   // Forgets a kernel; an implicit sandbox goes with it.
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
   void watch_children();

@@ -150,6 +150,17 @@ sandbox_manager::~sandbox_manager() {
     if (s->box) s->box->destroy();
 }
 
+sandbox_limits sandbox_manager::default_limits() const {
+  sandbox_limits l;
+  if (!default_policy_.contains("limits") || !default_policy_["limits"].is_object()) return l;
+  const auto& limits = default_policy_["limits"];
+  l.memory_bytes = limits.value("memory_bytes", std::uint64_t{0});
+  l.cpu = limits.value("cpu", 0.0);
+  l.pids = limits.value("pids", std::uint64_t{0});
+  l.workspace_bytes = limits.value("workspace_bytes", std::uint64_t{0});
+  return l;
+}
+
 unsigned sandbox_manager::claim_slot() {
   unsigned slot = 0;
   while (used_slots_.count(slot))

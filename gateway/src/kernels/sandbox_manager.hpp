@@ -113,6 +113,8 @@ class sandbox_manager {
   void remember_gone(const std::string& id, const std::string& reason);
 
   [[nodiscard]] std::uint64_t max_ttl_s() const noexcept { return max_ttl_s_; }
+  // The default policy's limits (also the most a creator may ask for).
+  [[nodiscard]] sandbox_limits default_limits() const;
 
  private:
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,

@@ -58,6 +58,10 @@ const std::vector<option>& options() {
       {"base-url", "PREFIX", "URL prefix of every route (default /)", SG_STR(base_url)},
       {"certfile", "FILE", "TLS certificate (PEM); with --keyfile serves https", SG_STR(certfile)},
       {"keyfile", "FILE", "TLS private key (PEM)", SG_STR(keyfile)},
+      {"tokens-file", "FILE",
+       "JSON {\"principals\": [{\"name\", \"token_sha256\", \"admin\", \"quotas\": {\"sandboxes\", "
+       "\"kernels\", \"memory_bytes\"}}]}: more tokens, each its own principal (see docs/api.md)",
+       SG_STR(tokens_file)},
       {"kernel-path", "DIR[,DIR]", "extra directories holding kernelspecs",
        [](config& c, const std::string& v) {
          for (auto& p : split_list(v))
