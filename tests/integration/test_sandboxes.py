@@ -445,6 +445,43 @@ class Ownership(SandboxTestCase):
         self.addCleanup(self._delete_sandbox_quietly, r.json()["id"])
 
 
+class Metrics(SandboxTestCase):
+    def metrics(self):
+        r = self.gw.request("GET", "metrics")
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.headers["Content-Type"].startswith("text/plain"), r.headers)
+        values = {}
+        for line in r.body.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        return values
+
+    def test_counters_follow_what_happens(self):
+        before = self.metrics()
+        sb = self.new_sandbox()
+        k = self.kernel_in(sb["id"])
+        self.execute(k["id"], "1 + 1")
+        self.execute(k["id"], "while True: pass", timeout_s=1)
+        self.command(sb["id"], cmd="true")
+        self.assertEqual(self.gw.request("GET", "api/sandboxes", token="wrong").status, 403)
+        self.assertEqual(self.gw.request("GET", "metrics", auth=None).status, 401)
+        after = self.metrics()
+        grew = lambda name, by=1: self.assertGreaterEqual(after.get(name, 0) - before.get(name, 0), by, name)
+        grew("sandgate_sandboxes_created_total")
+        grew("sandgate_kernel_starts_total")
+        grew("sandgate_kernel_start_seconds_count")
+        grew("sandgate_executions_total", 2)
+        grew("sandgate_execution_seconds_count", 2)
+        grew("sandgate_execution_timeouts_total")
+        grew("sandgate_commands_total")
+        grew("sandgate_auth_failures_total", 2)
+        grew("sandgate_relayed_messages_total", 4)
+        self.assertGreaterEqual(after["sandgate_sandboxes"], 1)
+        self.assertEqual(after['sandgate_kernel_start_seconds_bucket{le="+Inf"}'],
+                         after["sandgate_kernel_start_seconds_count"])
+
+
 class PolicyExecutionLimit(SandboxTestCase):
     """The policy's max_execution_s binds executes from any client."""
 

@@ -3,6 +3,8 @@
 // and everything it started.
 #include "router.hpp"
 
+#include "../util/metrics.hpp"
+
 #include <gateway/ids.hpp>
 #include <jupyter_protocol/message.hpp>
 
@@ -125,6 +127,8 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
     if (run->answered) return;
     run->answered = true;
     backstop->cancel();
+    ++gateway_metrics().commands;
+    if (st.timed_out || gave_up) ++gateway_metrics().command_timeouts;
     --s->commands_running;
     s->touch();
     const auto ms =

@@ -1,6 +1,7 @@
 #include "router.hpp"
 
 #include "../http/ws_session.hpp"
+#include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
@@ -105,10 +106,12 @@ std::optional<router::response> router::authenticate(const request& req, const s
                          req.version(), req.keep_alive());
       res.set(http::field::www_authenticate, "token");
       log::warn("auth_failed", {{"why", "missing"}, {"target", std::string(req.target())}});
+      ++gateway_metrics().auth_failures;
       return res;
     }
     case auth_result::wrong:
       log::warn("auth_failed", {{"why", "wrong token"}});
+      ++gateway_metrics().auth_failures;
       return error_response(http::status::forbidden, "Invalid token", req.version(), req.keep_alive());
   }
   return std::nullopt;
@@ -163,6 +166,7 @@ void router::dispatch(context& ctx) {
   const std::size_t n = p.size();
   if (n >= 1 && p[0] == "kernelspecs" && n == 3)
     return m == http::verb::get ? get_kernelspec_resource(ctx, p[1], p[2]) : method_not_allowed();
+  if (n == 1 && p[0] == "metrics") return m == http::verb::get ? get_metrics(ctx) : method_not_allowed();
   if (n == 0 || p[0] != "api") return ctx.reply(ctx.error(http::status::not_found, "No such path"));
   if (n == 1) return m == http::verb::get ? get_api(ctx) : method_not_allowed();
   if (p[1] == "kernelspecs") {
@@ -235,6 +239,57 @@ void router::dispatch(context& ctx) {
     }
   }
   ctx.reply(ctx.error(http::status::not_found, "No such path"));
+}
+
+void router::get_metrics(context& ctx) {
+  const auto& m = gateway_metrics();
+  std::string out;
+  auto counter = [&out](const std::string& name, const std::string& help, std::uint64_t v,
+                        const std::string& labels = "") {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + labels + " " +
+           std::to_string(v) + "\n";
+  };
+  auto gauge = [&out](const std::string& name, const std::string& help) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  };
+  gauge("sandgate_sandboxes", "Sandboxes that exist now.");
+  out += "sandgate_sandboxes " + std::to_string(kernels_.sandboxes().list().size()) + "\n";
+  std::map<std::string, std::uint64_t> states = {
+      {"starting", 0}, {"idle", 0}, {"busy", 0}, {"restarting", 0}};
+  for (const auto& k : kernels_.list())
+    ++states[k->execution_state()];
+  gauge("sandgate_kernels", "Kernels that exist now, by execution state.");
+  for (const auto& [state, n] : states)
+    out += "sandgate_kernels{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  counter("sandgate_kernel_starts_total", "Kernels started and ready.", m.kernel_starts);
+  counter("sandgate_kernel_start_failures_total", "Kernels that failed to start.", m.kernel_start_failures);
+  out += m.kernel_start_seconds.render("sandgate_kernel_start_seconds", "From POST to a ready kernel.");
+  counter("sandgate_executions_total", "Executions ended, from any client.", m.executions);
+  out += m.execution_seconds.render("sandgate_execution_seconds", "From execute_request to its end.");
+  counter("sandgate_execution_timeouts_total", "Executions stopped at their time limit.",
+          m.execution_timeouts);
+  counter("sandgate_execution_restarts_total",
+          "Kernels restarted because an execution ignored its interrupt.", m.kernel_restarts_for_time);
+  counter("sandgate_relayed_bytes_total", "Bytes of kernel messages received and relayed.",
+          m.bytes_from_kernels);
+  counter("sandgate_relayed_messages_total", "Kernel messages received and relayed.",
+          m.messages_from_kernels);
+  counter("sandgate_sandboxes_created_total", "Sandboxes created.", m.sandboxes_created);
+  out +=
+      "# HELP sandgate_sandboxes_ended_total Sandboxes ended, by reason.\n"
+      "# TYPE sandgate_sandboxes_ended_total counter\n";
+  for (const auto& [reason, n] : m.sandboxes_ended)
+    out += "sandgate_sandboxes_ended_total{reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
+  counter("sandgate_oom_kills_total", "Processes killed by a sandbox's memory limit.", m.oom_kills);
+  counter("sandgate_commands_total", "Commands run in sandboxes.", m.commands);
+  counter("sandgate_command_timeouts_total", "Commands killed at their timeout.", m.command_timeouts);
+  counter("sandgate_auth_failures_total", "Requests refused for a missing or wrong token.", m.auth_failures);
+  response res{http::status::ok, ctx.req.version()};
+  res.set(http::field::server, "sandgate");
+  res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  res.keep_alive(ctx.req.keep_alive());
+  res.body() = std::move(out);
+  ctx.reply(std::move(res));
 }
 
 template <class Stream>

@@ -105,6 +105,7 @@ class router {
   void dispatch(context& ctx);
 
   void get_api(context& ctx);
+  void get_metrics(context& ctx);
   void get_kernelspecs(context& ctx);
   void get_kernelspec(context& ctx, const std::string& name);
   void get_kernelspec_resource(context& ctx, const std::string& name, const std::string& file);

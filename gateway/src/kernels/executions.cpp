@@ -1,5 +1,7 @@
 #include "executions.hpp"
 
+#include "../util/metrics.hpp"
+
 namespace sandgate::gateway {
 using json = nlohmann::json;
 
@@ -113,6 +115,10 @@ void execution_log::finish(execution_record& r, const std::string& status) {
   if (r.done()) return;
   r.status = status;
   r.finished = std::chrono::steady_clock::now();
+  auto& counters = gateway_metrics();
+  ++counters.executions;
+  counters.execution_seconds.observe(*r.finished - r.started_steady);
+  if (status == "timeout") ++counters.execution_timeouts;
   auto it = waiters_.find(r.msg_id);
   if (it == waiters_.end()) return;
   auto waiting = std::move(it->second);

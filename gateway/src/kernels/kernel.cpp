@@ -1,5 +1,7 @@
 #include "kernel.hpp"
 
+#include "../util/metrics.hpp"
+
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
 #include <jupyter_protocol/errors.hpp>
@@ -247,6 +249,10 @@ void kernel::touch() {
 }
 
 void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
+  auto& counters = gateway_metrics();
+  ++counters.messages_from_kernels;
+  for (const auto& f : frames)
+    counters.bytes_from_kernels += f.size();
   protocol::message msg;
   if (auto ec = protocol::decode(std::move(frames), signer_, msg)) {
     log::warn("kernel_message_rejected",
@@ -450,6 +456,7 @@ void kernel::on_execution_limit(const std::string& msg_id) {
     return;
   }
   log::warn("execution_restart", {{"kernel_id", id()}, {"msg_id", msg_id}});
+  ++gateway_metrics().kernel_restarts_for_time;
   answer_lost_executes("the execution passed its time limit and the kernel did not stop; it was restarted");
   restart([weak = weak_from_this()](const std::string& error) {
     if (auto self = weak.lock(); self && !error.empty())

@@ -1,5 +1,7 @@
 #include "kernel_manager.hpp"
 
+#include "../util/metrics.hpp"
+
 #include "child_processes.hpp"
 
 #include <gateway/ids.hpp>
@@ -157,8 +159,15 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   box->touch();
   log::info("kernel_starting",
             {{"kernel_id", k->id()}, {"kernel_name", name}, {"owner", owner}, {"sandbox_id", box->id}});
-  k->start([this, k, done = std::move(done)](const std::string& error) {
-    if (error.empty()) return done(k, std::nullopt);
+  const auto started = std::chrono::steady_clock::now();
+  k->start([this, k, started, done = std::move(done)](const std::string& error) {
+    auto& counters = gateway_metrics();
+    if (error.empty()) {
+      ++counters.kernel_starts;
+      counters.kernel_start_seconds.observe(std::chrono::steady_clock::now() - started);
+      return done(k, std::nullopt);
+    }
+    ++counters.kernel_start_failures;
     release(k, "failed");
     done(nullptr,
          api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});

@@ -1,5 +1,7 @@
 #include "sandbox_manager.hpp"
 
+#include "../util/metrics.hpp"
+
 #include "host_sandbox.hpp"
 #include "supervised_sandbox.hpp"
 
@@ -278,6 +280,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
     end(s->id, expired ? "expired" : "ended");
   });
   sandboxes_.emplace(s->id, s);
+  ++gateway_metrics().sandboxes_created;
   log::info("sandbox_created",
             {{"sandbox_id", s->id}, {"owner", owner}, {"implicit", implicit ? "yes" : "no"}});
   return s;
@@ -344,6 +347,7 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
   if (reason == "deleted" || reason == "culled") fs::remove(cfg_.state_dir / "logs" / (id + ".log"), ec);
   fs::remove_all(cfg_.state_dir / "workspaces" / id, ec);
   used_slots_.erase(s->slot);
+  ++gateway_metrics().sandboxes_ended[reason];
   log::info("sandbox_destroyed", {{"sandbox_id", id}, {"reason", reason}});
 }
 

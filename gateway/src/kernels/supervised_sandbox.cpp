@@ -1,5 +1,7 @@
 #include "supervised_sandbox.hpp"
 
+#include "../util/metrics.hpp"
+
 #include "child_processes.hpp"
 
 #include <gateway/log.hpp>
@@ -136,6 +138,7 @@ void supervised_sandbox::on_frame(const json& frame) {
     st.code = ev.code.value_or(-1);
     st.signal = ev.signal.value_or(0);
     st.oom = ev.oom;
+    if (st.oom) ++gateway_metrics().oom_kills;
     st.timed_out = frame.value("timed_out", false);
     st.truncated = frame.value("truncated", false);
     auto handler = std::move(it->second);

@@ -1,0 +1,49 @@
+#pragma once
+// The gateway's counters and histograms, rendered for GET /metrics in the
+// Prometheus text format. Everything runs on the gateway's one thread, so
+// plain integers suffice.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace sandgate::gateway {
+
+class histogram {
+ public:
+  void observe(std::chrono::steady_clock::duration d);
+  // Lines for `name` (…_bucket, …_sum, …_count), in seconds.
+  [[nodiscard]] std::string render(const std::string& name, const std::string& help) const;
+
+ private:
+  static constexpr std::array<double, 12> bounds_s = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                      0.25,  0.5,   1,    2.5,   5,    10};
+  std::array<std::uint64_t, bounds_s.size()> buckets_{};
+  std::uint64_t count_ = 0;
+  double sum_s_ = 0;
+};
+
+struct metrics {
+  std::uint64_t kernel_starts = 0;
+  std::uint64_t kernel_start_failures = 0;
+  histogram kernel_start_seconds;
+  std::uint64_t executions = 0;
+  histogram execution_seconds;
+  std::uint64_t execution_timeouts = 0;
+  std::uint64_t kernel_restarts_for_time = 0;
+  std::uint64_t bytes_from_kernels = 0;
+  std::uint64_t messages_from_kernels = 0;
+  std::uint64_t sandboxes_created = 0;
+  std::map<std::string, std::uint64_t> sandboxes_ended;  // by reason
+  std::uint64_t oom_kills = 0;
+  std::uint64_t auth_failures = 0;
+  std::uint64_t commands = 0;
+  std::uint64_t command_timeouts = 0;
+};
+
+// The gateway's one set of metrics.
+metrics& gateway_metrics();
+
+}  // namespace sandgate::gateway
