@@ -154,9 +154,13 @@ void kernel::launch(done_handler done) {
   }
   spawn_request req;
   req.name = file_name_;
-  for (const auto& a : opts_.spec.argv)
-    req.argv.push_back(replace_all(replace_all(a, "{connection_file}", conn_inside.string()),
-                                   "{resource_dir}", opts_.spec.dir.string()));
+  for (const auto& a : opts_.spec.argv) {
+    std::string arg = replace_all(replace_all(a, "{connection_file}", conn_inside.string()), "{resource_dir}",
+                                  opts_.spec.dir.string());
+    for (const auto& [host, inside] : opts_.program_dirs)  // a program the sandbox shows elsewhere
+      if (arg.rfind(host + "/", 0) == 0) arg = inside + arg.substr(host.size());
+    req.argv.push_back(std::move(arg));
+  }
   req.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
              {"LANG", "C.UTF-8"},
              {"HOME", box_->workspace_inside()},

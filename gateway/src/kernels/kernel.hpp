@@ -44,7 +44,8 @@ struct kernel_options {
   std::string sandbox_id;
   bool owns_sandbox = true;  // the sandbox was made for this kernel alone and ends with it
   kernelspec spec;
-  std::map<std::string, std::string> env;  // from the request, merged over the spec's
+  std::map<std::string, std::string> env;           // from the request, merged over the spec's
+  std::map<std::string, std::string> program_dirs;  // host dir -> where the sandbox shows it
   kernel_limits limits;
 };
 

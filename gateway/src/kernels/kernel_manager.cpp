@@ -143,6 +143,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   opts.sandbox_id = box->id;
   opts.owns_sandbox = box->implicit;
   opts.spec = spec;
+  opts.program_dirs = box->program_dirs;
   opts.env = box->env;
   for (auto& [k, v] : env)
     opts.env[k] = std::move(v);

@@ -214,7 +214,8 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
       set[k] = v;
   }
   // Kernel programs outside the system dirs (this install's own kernels)
-  // must be visible inside: bind their directories read-only, at the same path.
+  // must be visible inside: bind their directories read-only under
+  // /opt/sandgate (their host path may be one the sandbox builds, like /tmp).
   std::set<std::string> binds;
   for (const auto& [name, spec] : specs_.all())
     if (!spec.argv.empty() && fs::path(spec.argv[0]).is_absolute()) {
@@ -224,7 +225,11 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
   auto& mounts = policy["mounts"];
   if (!mounts.is_array()) mounts = json::array();
   for (const auto& dir : binds)
-    if (fs::is_directory(dir)) mounts.push_back({{"source", dir}, {"target", dir}, {"read_only", true}});
+    if (fs::is_directory(dir)) {
+      const std::string inside = "/opt/sandgate/programs/" + std::to_string(entry.program_dirs.size());
+      mounts.push_back({{"source", dir}, {"target", inside}, {"read_only", true}});
+      entry.program_dirs[dir] = inside;
+    }
   const auto path = cfg_.state_dir / "policies" / (id + ".json");
   fs::create_directories(path.parent_path());
   std::ofstream(path) << policy.dump(2);
@@ -249,6 +254,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   try {
     if (unsandboxed) {
       log::warn("sandbox_unsandboxed", {{"sandbox_id", s->id}});
+      s->program_dirs.clear();  // on the host, programs are where they are
       s->box = std::make_shared<host_sandbox>(cfg_.state_dir / "run" / s->id,
                                               cfg_.state_dir / "workspaces" / s->id);
     } else {

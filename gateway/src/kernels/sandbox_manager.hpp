@@ -69,6 +69,9 @@ struct sandbox_entry {
   sandbox_limits limits;
   std::string network;
   std::map<std::string, std::string> env;  // for every kernel and command inside
+  // Kernel program directories outside the system dirs (a build tree, maybe
+  // under /tmp), bound read-only elsewhere inside: host path -> inside path.
+  std::map<std::string, std::string> program_dirs;
   std::shared_ptr<sandbox> box;
   std::set<std::string> kernels;
   unsigned commands_running = 0;
