@@ -31,13 +31,6 @@ struct command_run {
   bool answered = false;
 };
 
-bool is_env_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 }  // namespace
 
 void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s) {

@@ -19,13 +19,6 @@ namespace {
 constexpr std::size_t max_env_entries = 256;
 constexpr std::size_t max_env_value_bytes = 64 * 1024;
 
-// [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
-bool is_identifier(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 std::optional<std::map<std::string, std::string>> parse_env(const json& body, std::string& error) {
   std::map<std::string, std::string> env;
   if (!body.contains("env") || body["env"].is_null()) return env;
@@ -35,7 +28,7 @@ std::optional<std::map<std::string, std::string>> parse_env(const json& body, st
     return std::nullopt;
   }
   for (const auto& [k, v] : e.items()) {
-    if (!is_identifier(k) || !v.is_string() || v.get_ref<const std::string&>().size() > max_env_value_bytes) {
+    if (!is_env_name(k) || !v.is_string() || v.get_ref<const std::string&>().size() > max_env_value_bytes) {
       error = "\"env\": bad entry \"" + k + "\" (names are identifiers, values strings)";
       return std::nullopt;
     }

@@ -45,7 +45,7 @@ void execution_log::wait(const std::string& msg_id, waiter w) {
   waiters_[msg_id].push_back(std::move(w));
 }
 
-bool execution_log::on_message(protocol::channel ch, const protocol::message& msg) {
+bool execution_log::on_message(protocol::channel ch, const protocol::message& msg, std::string_view status) {
   auto it = records_.find(msg.parent.msg_id);
   if (it == records_.end()) return false;
   auto& r = *it->second;
@@ -67,8 +67,7 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     r.replied = true;
   } else if (ch == protocol::channel::iopub) {
     if (type == "status") {
-      const auto content = json::parse(msg.content, nullptr, false);
-      if (content.is_object() && content.value("execution_state", "") == "idle") r.idle = true;
+      if (status == "idle") r.idle = true;
     } else if (type == "stream") {
       const auto content = json::parse(msg.content, nullptr, false);
       if (content.is_object() && content.contains("text") && content["text"].is_string()) {

@@ -62,7 +62,9 @@ class execution_log {
   // An execute_request sent to the kernel.
   std::shared_ptr<execution_record> begin(const std::string& msg_id);
   // A message from the kernel; true when its parent is a tracked execute.
-  bool on_message(protocol::channel ch, const protocol::message& msg);
+  // `status`: the execution_state of an iopub status message (else empty),
+  // read once by the caller.
+  bool on_message(protocol::channel ch, const protocol::message& msg, std::string_view status);
   [[nodiscard]] std::shared_ptr<execution_record> find(const std::string& msg_id) const;
   // Calls `w` when the record is done (at once if it is).
   void wait(const std::string& msg_id, waiter w);

@@ -264,14 +264,14 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     return;
   }
   touch();
-  if (executions_.on_message(ch, msg) && ch == channel::iopub && msg.msg_type() == "status")
-    track_execution(msg);
+  std::string status;  // the execution_state of a status message, read once
   if (ch == channel::iopub && msg.msg_type() == "status") {
     const auto content = nlohmann::json::parse(msg.content, nullptr, false);
-    if (content.is_object() && content.contains("execution_state") &&
-        content["execution_state"].is_string() && phase_ == phase::running)
-      state_ = content["execution_state"].get<std::string>();
+    if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
+      status = content["execution_state"].get<std::string>();
+    if (!status.empty() && phase_ == phase::running) state_ = status;
   }
+  if (executions_.on_message(ch, msg, status) && !status.empty()) track_execution(msg.parent.msg_id, status);
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
   if (ch == channel::iopub && start_done_) {
     // Ready needs iopub too: until the subscription carries messages, output would be lost.
@@ -420,11 +420,7 @@ void kernel::execute(const std::string& code, std::optional<std::chrono::millise
 
 // The kernel went busy or idle for a tracked execute: the execution time
 // limit (the policy's, or a REST execute's own timeout) runs while it is busy.
-void kernel::track_execution(const protocol::message& msg) {
-  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
-  if (!content.is_object()) return;
-  const std::string state = content.value("execution_state", "");
-  const std::string& id = msg.parent.msg_id;
+void kernel::track_execution(const std::string& id, std::string_view state) {
   if (state == "idle" && id == running_execute_) {
     running_execute_.clear();
     execution_timer_.cancel();

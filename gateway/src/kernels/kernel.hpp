@@ -120,7 +120,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void send_to_kernel(protocol::channel ch, const protocol::message& msg);
   void send_status(std::string_view state);
   void answer_lost_executes(const std::string& why);
-  void track_execution(const protocol::message& msg);
+  void track_execution(const std::string& msg_id, std::string_view state);
   void on_execution_limit(const std::string& msg_id);
   void stop_process(done_handler after_exit);
   void finish_stop(const std::string& why = "kernel shut down");

@@ -31,12 +31,6 @@ bool visible_in_sandbox(const fs::path& path) {
   return false;
 }
 
-bool is_env_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 template <class T>
 bool read_number(const json& body, const char* key, std::optional<T>& out, std::string& error) {
   if (!body.contains(key) || body[key].is_null()) return true;
@@ -83,6 +77,12 @@ std::int64_t unix_now() {
 }
 
 }  // namespace
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
 
 void sandbox_entry::touch() {
   last_activity = std::chrono::steady_clock::now();

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sandgate::gateway {
@@ -33,6 +34,9 @@ struct api_error {
   std::string reason;
   std::string message;
 };
+
+// [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
+[[nodiscard]] bool is_env_name(std::string_view name);
 
 struct sandbox_limits {
   std::uint64_t memory_bytes = 0;

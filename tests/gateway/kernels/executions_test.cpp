@@ -1,0 +1,86 @@
+#include "kernels/executions.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sandgate::gateway {
+namespace {
+
+using protocol::channel;
+
+protocol::message child_of(const std::string& parent, const std::string& type, std::string content) {
+  auto m = protocol::make_message(type, std::move(content), "kernel-session");
+  m.parent.msg_id = parent;
+  return m;
+}
+
+TEST(execution_log, ends_on_reply_and_idle_with_streams_result_and_waiters) {
+  execution_log log;
+  log.begin("e1");
+  int called = 0;
+  log.wait("e1", [&](const execution_record& r) {
+    ++called;
+    EXPECT_EQ(r.status, "ok");
+  });
+  EXPECT_TRUE(
+      log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":"hi\n"})"), ""));
+  EXPECT_TRUE(log.on_message(
+      channel::iopub, child_of("e1", "execute_result", R"({"data":{"text/plain":"42"},"metadata":{}})"), ""));
+  EXPECT_TRUE(log.on_message(channel::shell,
+                             child_of("e1", "execute_reply", R"({"status":"ok","execution_count":3})"), ""));
+  EXPECT_EQ(called, 0);  // the idle status is still to come
+  EXPECT_TRUE(
+      log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle"));
+  EXPECT_EQ(called, 1);
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "hi\n");
+  EXPECT_EQ(r->result, "42");
+  EXPECT_EQ(r->execution_count, 3);
+  EXPECT_FALSE(log.on_message(channel::iopub, child_of("other", "stream", "{}"), ""));
+}
+
+TEST(execution_log, streams_are_capped_and_marked_truncated) {
+  execution_limits limits;
+  limits.max_stream_bytes = 10;
+  execution_log log(limits);
+  log.begin("e1");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":"0123456789abcdef"})"),
+                 "");
+  const auto r = log.find("e1");
+  EXPECT_EQ(r->stdout_text, "0123456789");
+  EXPECT_TRUE(r->truncated);
+}
+
+TEST(execution_log, keeps_at_most_max_records_dropping_the_oldest_finished) {
+  execution_limits limits;
+  limits.max_records = 3;
+  execution_log log(limits);
+  for (int i = 0; i < 5; ++i) {
+    const auto id = "e" + std::to_string(i);
+    log.begin(id);
+    log.on_message(channel::shell, child_of(id, "execute_reply", R"({"status":"ok"})"), "");
+    log.on_message(channel::iopub, child_of(id, "status", "{}"), "idle");
+  }
+  EXPECT_FALSE(log.find("e0"));
+  EXPECT_FALSE(log.find("e1"));
+  EXPECT_TRUE(log.find("e4"));
+  EXPECT_TRUE(log.find("e2"));
+}
+
+TEST(execution_log, a_running_record_is_never_dropped_and_end_all_finishes_it) {
+  execution_limits limits;
+  limits.max_records = 1;
+  execution_log log(limits);
+  log.begin("running");
+  log.begin("next");
+  EXPECT_TRUE(log.find("running"));
+  log.end_all("the kernel died", true);
+  const auto r = log.find("running");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, "error");
+  EXPECT_TRUE(r->kernel_restarted);
+  EXPECT_EQ((*r->error)["ename"], "KernelDied");
+}
+
+}  // namespace
+}  // namespace sandgate::gateway
