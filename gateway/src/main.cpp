@@ -100,7 +100,16 @@ int run(sg::config cfg) {
     });
     kernels.shutdown_all([&] { io.stop(); });
   });
-  io.run();
+  // A handler that throws is a bug to log, not a reason to end every
+  // session: the loop goes on.
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      sg::log::error("handler_failed", {{"error", e.what()}});
+    }
+  }
   sg::log::info("stopped");
   return 0;
 }

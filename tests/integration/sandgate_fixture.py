@@ -201,6 +201,29 @@ class Gateway:
                 pids.append(int(entry))
         return pids
 
+    def tcp_socket_holders(self):
+        """{pid: [socket description]} of this gateway's processes other than
+        itself that hold a TCP socket on the gateway's port: its listening
+        socket or a client's connection."""
+        port = f"{self.port:04X}"
+        inodes = {}
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.read().splitlines()[1:]:
+                    fields = line.split()
+                    if fields[1].rsplit(":", 1)[1] == port:
+                        inodes[fields[9]] = f"{table} {fields[1]} -> {fields[2]} state {fields[3]}"
+        holders = {}
+        for pid in self.kernel_pids():
+            try:
+                links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                continue
+            held = [inodes[link[8:-1]] for link in links if link.startswith("socket:[") and link[8:-1] in inodes]
+            if held:
+                holders[pid] = held
+        return holders
+
     # --- HTTP ---------------------------------------------------------------
     def request(self, method, path, body=None, *, token=None, auth="token", headers=None, raw=None,
                 timeout=90):
@@ -222,8 +245,16 @@ class Gateway:
             conn.request(method, self.base_path + path.lstrip("/"), body=data, headers=hdrs)
             r = conn.getresponse()
             return Response(r.status, r.headers, r.read())
+        except OSError as e:
+            raise AssertionError(f"{method} {path}: {e!r}; {self.describe()}") from e
         finally:
             conn.close()
+
+    def describe(self):
+        """The gateway's state and the end of its log, for a failure message."""
+        code = self.proc.poll()
+        state = "running" if code is None else f"exited with {code}"
+        return f"sandgate (pid {self.proc.pid}) is {state}; log {self.log_path} ends:\n{self.log_tail(25)}"
 
     def start_kernel(self, name="python3", timeout=90):
         r = self.request("POST", "api/kernels", {"name": name}, timeout=timeout)

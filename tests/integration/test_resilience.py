@@ -47,6 +47,21 @@ class KernelDeath(GatewayTestCase):
         self.assertEqual(model["execution_state"], "idle")
 
 
+class InheritedDescriptors(GatewayTestCase):
+    # A kernel started while clients are connected holds none of the
+    # gateway's sockets: it could otherwise accept the gateway's connections,
+    # or keep a client's connection open after the gateway ended.
+    def test_kernels_hold_none_of_the_gateways_sockets(self):
+        first = self.new_kernel("python")
+        ks = self.connect(first, v1=True)
+        ks.execute("1")
+        second = self.new_kernel("python")
+        other = self.connect(second)
+        other.execute("2")
+        self.assertGreaterEqual(len(self.gw.kernel_pids()), 2)
+        self.assertEqual(self.gw.tcp_socket_holders(), {})
+
+
 class VanishingClient(GatewayTestCase):
     def test_client_that_drops_mid_output(self):
         kid = self.new_kernel()

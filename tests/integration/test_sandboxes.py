@@ -136,6 +136,16 @@ class Sandboxes(SandboxTestCase):
         body = self.assertError(self.gw.request("GET", f"api/kernels/{a['id']}"), 404)
         self.assertEqual(body["reason"], "deleted")
 
+    # Supervisors outlive the connections they were started under; they hold
+    # none of the gateway's sockets.
+    def test_supervisors_hold_none_of_the_gateways_sockets(self):
+        ks = self.gw.connect(self.new_kernel("python"), v1=True)
+        self.addCleanup(ks.close)
+        ks.execute("1")
+        self.new_kernel("python")
+        self.assertTrue(self.gw.kernel_pids())
+        self.assertEqual(self.gw.tcp_socket_holders(), {})
+
     def test_kernel_without_sandbox_gets_its_own(self):
         kid = self.new_kernel("python")
         model = self.gw.request("GET", f"api/kernels/{kid}").json()

@@ -43,6 +43,9 @@ pid_t spawn_child(const spawn_spec& spec, std::string& error) {
   const std::string out = spec.log_path.empty() ? "/dev/null" : spec.log_path;
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Nothing else of the gateway's: not its listening socket, not its clients'
+  // connections (Asio opens them without O_CLOEXEC), not its state.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

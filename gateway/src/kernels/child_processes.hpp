@@ -1,8 +1,8 @@
 #pragma once
 // The gateway's own child processes (sandbox supervisors, and kernels of
 // exempted kernelspecs): started with posix_spawn (no code runs between fork
-// and exec in this multi-threaded process), each in its own session, and
-// reaped on SIGCHLD.
+// and exec in this multi-threaded process), each in its own session, with
+// only stdin, stdout and stderr open, and reaped on SIGCHLD.
 
 #include <sys/types.h>
 #include <functional>

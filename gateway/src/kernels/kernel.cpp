@@ -491,14 +491,24 @@ void kernel::stop_process(done_handler after_exit) {
   stop_step_ = 0;
   auto self = shared_from_this();
   auto step = std::make_shared<std::function<void(const boost::system::error_code&)>>();
+  // shutdown_request, then SIGTERM, then SIGKILL, each after the grace; an
+  // exit still unheard of a grace after SIGKILL (the process is stuck in the
+  // kernel, or its sandbox lost track of it) does not hold the caller forever.
   *step = [self, step](const boost::system::error_code& ec) {
     if (ec || !self->process_running_) return;
-    const int sig = self->stop_step_++ == 0 ? SIGTERM : SIGKILL;
-    self->box_->signal(self->file_name_, sig);
-    if (sig == SIGTERM) {
-      self->stop_timer_.expires_after(self->opts_.limits.shutdown_grace);
-      self->stop_timer_.async_wait(*step);
+    const int stage = self->stop_step_++;
+    if (stage == 2) {
+      log::warn("kernel_exit_unconfirmed", {{"kernel_id", self->id()}});
+      self->process_running_ = false;
+      if (auto done = std::move(self->stop_done_)) {
+        self->stop_done_ = nullptr;
+        done({});
+      }
+      return;
     }
+    self->box_->signal(self->file_name_, stage == 0 ? SIGTERM : SIGKILL);
+    self->stop_timer_.expires_after(self->opts_.limits.shutdown_grace);
+    self->stop_timer_.async_wait(*step);
   };
   stop_timer_.expires_after(opts_.limits.shutdown_grace);
   stop_timer_.async_wait(*step);
