@@ -1,10 +1,13 @@
-// sandgate: the gateway executable. Parses the configuration, serves the
-// API until SIGTERM or SIGINT, then stops accepting, ends kernels and exits.
+// sandgate: the gateway executable. Parses the configuration, opens the
+// registry and takes back what an earlier gateway left running, serves the
+// API until SIGTERM or SIGINT, then stops accepting and exits, leaving
+// sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
 #include "api/auth.hpp"
 #include "api/router.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
 #include "kernels/kernel_manager.hpp"
+#include "registry/registry.hpp"
 
 #include <gateway/config.hpp>
 #include <gateway/kernelspec.hpp>
@@ -16,6 +19,7 @@
 
 #include <unistd.h>
 #include <csignal>
+#include <ctime>
 #include <iostream>
 
 extern char** environ;
@@ -68,7 +72,16 @@ int run(sg::config cfg) {
   boost::asio::io_context io{1};
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
   sg::kernelspec_catalog specs(sg::kernelspec_catalog::default_dirs(cfg.kernel_paths, exe_dir));
-  sg::kernel_manager kernels(io, cfg, specs, exe_dir);
+  auto registry = sg::registry::open(cfg.state_dir / "registry.db");
+  if (!registry->notice().empty()) {
+    if (registry->notice().rfind("created", 0) == 0)
+      sg::log::info("registry_created", {{"path", (cfg.state_dir / "registry.db").string()}});
+    else
+      sg::log::error("registry_replaced", {{"why", registry->notice()}});
+  }
+  registry->purge_ended(static_cast<std::int64_t>(std::time(nullptr)) - 3600);
+  sg::kernel_manager kernels(io, cfg, specs, exe_dir, *registry);
+  kernels.restore();
   sg::router router(cfg, kernels, token);
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};
@@ -98,7 +111,10 @@ int run(sg::config cfg) {
     deadline.async_wait([&](const boost::system::error_code& e) {
       if (!e) io.stop();
     });
-    kernels.shutdown_all([&] { io.stop(); });
+    if (cfg.shutdown_kernels_on_exit)
+      kernels.shutdown_all([&] { io.stop(); });
+    else
+      kernels.detach_all([&] { io.stop(); });
   });
   // A handler that throws is a bug to log, not a reason to end every
   // session: the loop goes on.

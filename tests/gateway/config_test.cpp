@@ -73,6 +73,7 @@ const std::vector<std::string> all_options = {
     "keyfile",
     "tokens-file",
     "kernel-path",
+    "shutdown-kernels-on-exit",
     "policy",
     "unsandboxed-kernels",
     "node-id",
@@ -191,7 +192,9 @@ TEST(config, every_option_in_help_is_accepted) {
     if (arg == "N" || arg == "S") value = "1";
     if (arg == "LEVEL") value = "debug";
     if (arg == "ADDR") value = "127.0.0.1";
+    if (arg.empty()) value = "true";
     std::vector<std::string> args{"--" + name, value};
+    if (arg.empty()) args = {"--" + name};  // a flag
     if (name == "certfile") args = {"--certfile", "c.pem", "--keyfile", "k.pem"};
     if (name == "keyfile") args = {"--keyfile", "k.pem", "--certfile", "c.pem"};
     EXPECT_NO_THROW((void)parse(args));
@@ -272,6 +275,15 @@ TEST(config, config_error_names_the_option) {
     EXPECT_NE(std::string(e.what()).find("max"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("many"), std::string::npos) << e.what();
   }
+}
+
+TEST(config, flags_stand_alone_or_take_a_boolean) {
+  EXPECT_FALSE(parse({})->shutdown_kernels_on_exit);
+  EXPECT_TRUE(parse({"--shutdown-kernels-on-exit"})->shutdown_kernels_on_exit);
+  EXPECT_TRUE(parse({"--shutdown-kernels-on-exit", "--port", "1"})->shutdown_kernels_on_exit);
+  EXPECT_FALSE(parse({"--shutdown-kernels-on-exit=false"})->shutdown_kernels_on_exit);
+  EXPECT_TRUE(parse({}, {{"SANDGATE_SHUTDOWN_KERNELS_ON_EXIT", "1"}})->shutdown_kernels_on_exit);
+  EXPECT_THROW((void)parse({"--shutdown-kernels-on-exit=maybe"}), config_error);
 }
 
 TEST(config, unknown_log_level_gives_config_error) {

@@ -74,7 +74,7 @@ def wait_until(predicate, seconds, what, interval=0.05):
         if value:
             return value
         if d.remaining() <= 0:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+            raise AssertionError(f"timed out after {seconds} s waiting for {what() if callable(what) else what}")
         time.sleep(interval)
 
 
@@ -91,18 +91,61 @@ class Response:
         return f"<{self.status} {self.body[:300]!r}>"
 
 
+def remove_state_dir(state_dir):
+    """Ends every process a gateway on `state_dir` left (supervisors whose
+    command line names it), unmounts the run dirs' tmpfs, removes the dir."""
+    marker = state_dir.encode()
+    for _ in range(50):
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    zombie = f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            except OSError:
+                continue
+            if marker in cmdline and not zombie:
+                pids.append(int(entry))
+        for pid in pids:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not pids:
+            break
+        time.sleep(0.1)
+    with open("/proc/self/mounts") as f:
+        mounts = [line.split()[1] for line in f]
+    for mount in reversed(mounts):
+        if mount.startswith(state_dir.rstrip("/") + "/"):
+            subprocess.run(["umount", "-l", mount], stderr=subprocess.DEVNULL, check=False)
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
 class Gateway:
     """One sandgate process. Use as a context manager or call stop()."""
 
-    def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False):
-        self.token = "it-" + uuid.uuid4().hex
-        self.state_dir = tempfile.mkdtemp(prefix="sandgate-it-")
+    def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False, state_dir=None,
+                 token=None, keep_kernels=False):
+        """`state_dir`: one an earlier gateway used (it is then left for its
+        owner to remove). `keep_kernels`: a stop leaves sandboxed kernels
+        running, as sandgate does by default; otherwise they end with it."""
+        self.token = token or "it-" + uuid.uuid4().hex
+        self.owns_state = state_dir is None
+        self.state_dir = state_dir or tempfile.mkdtemp(prefix="sandgate-it-")
         os.makedirs(os.path.join(ARTIFACTS, "logs"), exist_ok=True)
         name = name or "gateway"
         self.log_path = os.path.join(ARTIFACTS, "logs", f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
         self.log_file = open(self.log_path, "wb")
         cmd = [SANDGATE, "--port", "0", "--auth-token", self.token, "--state-dir", self.state_dir,
-               *([] if sandboxed else UNSANDBOXED_ARGS), *args]
+               *([] if sandboxed else UNSANDBOXED_ARGS), *([] if keep_kernels else ["--shutdown-kernels-on-exit"]),
+               *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file, env=full_env)
@@ -166,15 +209,19 @@ class Gateway:
         self._cleanup()
         return code, taken
 
-    def _cleanup(self):
-        for pid in self.kernel_pids():
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    def crash(self):
+        """SIGKILL: nothing of the gateway's own shutdown runs."""
+        self.stopped = True
+        self.proc.kill()
+        self.proc.wait(10)
         self.proc.stdout.close()
         self.log_file.close()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def _cleanup(self):
+        self.proc.stdout.close()
+        self.log_file.close()
+        if self.owns_state:
+            remove_state_dir(self.state_dir)
 
     def __enter__(self):
         return self

@@ -169,7 +169,7 @@ class Gateway:
         self.log_path = os.path.join(ARTIFACTS, f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
         self.log_file = open(self.log_path, "wb")
         cmd = [SANDGATE, "--port", "0", "--auth-token", self.token, "--state-dir", self.state_dir,
-               "--policy", self.policy_path, "--log-level", "debug", *args]
+               "--policy", self.policy_path, "--log-level", "debug", "--shutdown-kernels-on-exit", *args]
         if unsandboxed:
             cmd += ["--unsandboxed-kernels", ",".join(unsandboxed)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file)

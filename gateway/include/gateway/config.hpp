@@ -30,6 +30,9 @@ struct config {
   std::vector<std::string> unsandboxed_kernels;  // kernelspecs the operator lets run outside a sandbox
   std::uint16_t node_id = 0;
   std::string log_level = "info";
+  // SIGTERM/SIGINT end sandboxed kernels too; by default they keep running
+  // and the next gateway on this state dir re-attaches them.
+  bool shutdown_kernels_on_exit = false;
 
   // Limits.
   std::size_t http_header_limit_bytes = 16 * 1024;

@@ -23,7 +23,13 @@ class host_sandbox final : public sandbox {
   void extend(std::int64_t, spawn_handler done) override { done({}); }  // the gateway's timer enforces it
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}  // it never ends by itself
+  // Processes on the host are the gateway's children: no later gateway can
+  // watch them, so none adopts them and none outlives the gateway.
+  void adopt(const std::string&, spawn_handler on_found, exit_handler) override {
+    on_found("processes outside a sandbox end with the gateway that started them");
+  }
   void destroy() override;
+  bool detach() override { return false; }
   [[nodiscard]] int open_workspace() const override;
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }

@@ -57,14 +57,14 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
   conn_.stdin_port = 3;
   conn_.control_port = 4;
   conn_.hb_port = 5;
-  conn_.key = random_hex(32);
+  conn_.key = opts_.key.empty() ? random_hex(32) : opts_.key;
   conn_.kernel_name = opts_.spec.name;
   signer_ = protocol::signer(conn_.key);
 }
 
 kernel::~kernel() {
   close_channels();
-  if (box_ && opts_.owns_sandbox) box_->destroy();
+  if (box_ && opts_.owns_sandbox && !detached_) box_->destroy();
 }
 
 // The kernel's sockets in its run dir, in the order connect_channels uses:
@@ -183,6 +183,47 @@ void kernel::launch(done_handler done) {
       [self, gen](const exit_status& st) {
         if (gen == self->generation_) self->on_process_exit(st);
       });
+  arm_start_timer(gen);
+}
+
+void kernel::reattach(done_handler done) {
+  phase_ = phase::starting;
+  start_done_ = std::move(done);
+  state_ = "starting";
+  probe_answered_ = iopub_seen_ = false;
+  const unsigned gen = ++generation_;
+  auto self = shared_from_this();
+  box_->adopt(
+      file_name_,
+      [self](const std::string& error) {
+        if (!error.empty()) return self->on_started(error);
+        self->process_running_ = true;
+        self->wait_for_sockets();
+      },
+      [self, gen](const exit_status& st) {
+        if (gen == self->generation_) self->on_process_exit(st);
+      });
+  arm_start_timer(gen);
+}
+
+void kernel::detach() {
+  if (phase_ == phase::ended) return;
+  phase_ = phase::ended;
+  detached_ = true;
+  start_done_ = nullptr;
+  stop_done_ = nullptr;
+  for (auto* t : {&start_timer_, &probe_timer_, &stop_timer_, &execution_timer_})
+    t->cancel();
+  auto clients = std::move(clients_);
+  clients_.clear();
+  for (const auto& c : clients)
+    c->close(1001, "the gateway is restarting; the kernel keeps running");
+  close_channels();
+  log::info("kernel_detached", {{"kernel_id", id()}});
+}
+
+void kernel::arm_start_timer(unsigned gen) {
+  auto self = shared_from_this();
   start_timer_.expires_after(opts_.limits.start_timeout);
   start_timer_.async_wait([self, gen](const boost::system::error_code& ec) {
     if (ec || gen != self->generation_ || self->start_done_ == nullptr) return;

@@ -47,6 +47,7 @@ struct kernel_options {
   std::map<std::string, std::string> env;           // from the request, merged over the spec's
   std::map<std::string, std::string> program_dirs;  // host dir -> where the sandbox shows it
   kernel_limits limits;
+  std::string key;  // HMAC key of a kernel being re-attached; empty: a new random one
 };
 
 class kernel : public std::enable_shared_from_this<kernel> {
@@ -57,6 +58,14 @@ class kernel : public std::enable_shared_from_this<kernel> {
   ~kernel();
 
   void start(done_handler done);
+  // Takes back a kernel an earlier gateway started (same id, same key):
+  // adopts its process in the sandbox, reconnects its channels and waits
+  // for a kernel_info_reply, like a start without the launch.
+  void reattach(done_handler done);
+  // Lets go of the kernel and leaves it running for the next gateway:
+  // clients are closed (1001, going away: 1012 is refused by some client
+  // libraries), channels closed, nothing is signalled.
+  void detach();
   void restart(done_handler done);
   void interrupt();
   // Ends the kernel: shutdown_request, SIGTERM, SIGKILL; closes clients.
@@ -88,6 +97,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   [[nodiscard]] const std::string& last_activity() const noexcept { return last_activity_; }
   [[nodiscard]] std::size_t connections() const noexcept { return clients_.size(); }
   [[nodiscard]] bool ended() const noexcept { return phase_ == phase::ended; }
+  [[nodiscard]] const std::string& connection_key() const noexcept { return conn_.key; }
 
  private:
   enum class phase { created, starting, running, restarting, stopping, ended };
@@ -110,6 +120,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void close_channels();
   void launch(done_handler done);
   void on_started(const std::string& error);
+  void arm_start_timer(unsigned gen);
   void wait_for_sockets();
   void send_probe();
   void on_kernel_message(protocol::channel ch, std::vector<std::string>&& frames);
@@ -162,6 +173,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   std::string last_activity_;
   std::string probe_msg_id_;
   bool process_running_ = false;
+  bool detached_ = false;    // left running for the next gateway
   unsigned generation_ = 0;  // bumps on each launch; stale exits are ignored
   unsigned auto_restarts_ = 0;
   done_handler start_done_;

@@ -17,19 +17,20 @@ namespace sandgate::gateway {
 namespace fs = std::filesystem;
 
 kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
-                               fs::path exe_dir)
+                               fs::path exe_dir, registry& reg)
     : io_(io),
       cfg_(cfg),
       specs_(specs),
+      registry_(reg),
       sigchld_(io, SIGCHLD),
-      sandboxes_(io, cfg, specs, std::move(exe_dir)) {
+      sandboxes_(io, cfg, specs, std::move(exe_dir), reg) {
   zmq_.set(zmq::ctxopt::blocky, false);
   // A sandbox that ends by itself (TTL) or is culled takes its kernels with it.
   sandboxes_.on_sandbox_end([this](const std::shared_ptr<sandbox_entry>& s, const std::string& reason) {
     for (const auto& id : std::set<std::string>(s->kernels))
       if (auto k = find(id)) {
         kernels_.erase(id);
-        sandboxes_.remember_gone(id, reason);
+        forget(id, reason);
         k->terminate("sandbox " + reason);
       }
   });
@@ -68,9 +69,14 @@ bool kernel_manager::unsandboxed(const std::string& kernel_name) const {
          std::find(exempt.begin(), exempt.end(), "*") != exempt.end();
 }
 
+void kernel_manager::forget(const std::string& kernel_id, const std::string& reason) {
+  sandboxes_.remember_gone(kernel_id, reason);
+  registry_.end(registry::kind::kernel, kernel_id, reason);
+}
+
 void kernel_manager::release(const std::shared_ptr<kernel>& k, const std::string& reason) {
   kernels_.erase(k->id());
-  sandboxes_.remember_gone(k->id(), reason);
+  forget(k->id(), reason);
   auto s = sandboxes_.find(k->sandbox_id());
   if (!s) return;
   s->kernels.erase(k->id());
@@ -137,27 +143,18 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     box = sandboxes_.create({}, owner, true, unsandboxed(name), err);
     if (!box) return done(nullptr, err);
   }
-  kernel_options opts;
-  opts.id = new_id(cfg_.node_id);
-  opts.owner = owner;
-  opts.sandbox_id = box->id;
-  opts.owns_sandbox = box->implicit;
-  opts.spec = spec;
-  opts.program_dirs = box->program_dirs;
-  opts.env = box->env;
+  kernel_options opts = options_for(new_id(cfg_.node_id), owner, spec, *box);
   for (auto& [k, v] : env)
     opts.env[k] = std::move(v);
-  opts.limits.start_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
-  opts.limits.shutdown_grace = std::chrono::seconds(cfg_.kernel_shutdown_grace_s);
-  opts.limits.replay_retention = std::chrono::seconds(cfg_.replay_retention_s);
-  opts.limits.replay_buffer_bytes = cfg_.replay_buffer_limit_bytes;
-  opts.limits.max_restarts = cfg_.max_kernel_restarts;
-  opts.limits.max_execution = std::chrono::seconds(box->max_execution_s);
 
   auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
   kernels_.emplace(k->id(), k);
   box->kernels.insert(k->id());
   box->touch();
+  // What a later gateway needs to take the kernel back: its key among them
+  // (the registry file is the gateway's alone, mode 0600).
+  registry_.put(registry::kind::kernel, k->id(), box->id, owner,
+                nlohmann::json{{"name", name}, {"key", k->connection_key()}}.dump());
   log::info("kernel_starting",
             {{"kernel_id", k->id()}, {"kernel_name", name}, {"owner", owner}, {"sandbox_id", box->id}});
   const auto started = std::chrono::steady_clock::now();
@@ -173,6 +170,81 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     done(nullptr,
          api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});
   });
+}
+
+kernel_options kernel_manager::options_for(const std::string& id, const std::string& owner,
+                                           const kernelspec& spec, const sandbox_entry& box) const {
+  kernel_options opts;
+  opts.id = id;
+  opts.owner = owner;
+  opts.sandbox_id = box.id;
+  opts.owns_sandbox = box.implicit;
+  opts.spec = spec;
+  opts.program_dirs = box.program_dirs;
+  opts.env = box.env;
+  opts.limits.start_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
+  opts.limits.shutdown_grace = std::chrono::seconds(cfg_.kernel_shutdown_grace_s);
+  opts.limits.replay_retention = std::chrono::seconds(cfg_.replay_retention_s);
+  opts.limits.replay_buffer_bytes = cfg_.replay_buffer_limit_bytes;
+  opts.limits.max_restarts = cfg_.max_kernel_restarts;
+  opts.limits.max_execution = std::chrono::seconds(box.max_execution_s);
+  return opts;
+}
+
+void kernel_manager::restore() {
+  std::map<std::string, std::shared_ptr<sandbox_entry>> boxes;
+  for (auto& s : sandboxes_.restore())
+    boxes.emplace(s->id, s);
+  for (const auto& row : registry_.live(registry::kind::kernel)) {
+    auto it = boxes.find(row.parent);
+    nlohmann::json record = nlohmann::json::parse(row.record, nullptr, false);
+    if (it == boxes.end() || !record.is_object() || !record.value("key", nlohmann::json()).is_string()) {
+      log::warn("kernel_lost", {{"kernel_id", row.id}, {"why", "its sandbox could not be taken back"}});
+      forget(row.id, "lost");
+      continue;
+    }
+    const auto& box = it->second;
+    const std::string name = record.value("name", "");
+    kernelspec spec;
+    if (const kernelspec* found = specs_.find(name))
+      spec = *found;
+    else
+      spec.name = spec.display_name = name;  // gone from disk; the running kernel still answers
+    kernel_options opts = options_for(row.id, row.owner, spec, *box);
+    opts.key = record["key"].get<std::string>();
+    auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
+    kernels_.emplace(k->id(), k);
+    box->kernels.insert(k->id());
+    log::info("kernel_reattaching", {{"kernel_id", k->id()}, {"sandbox_id", box->id}});
+    k->reattach([this, k](const std::string& error) {
+      if (error.empty()) return;
+      log::warn("kernel_lost", {{"kernel_id", k->id()}, {"why", error}});
+      release(k, "lost");
+    });
+  }
+  // A sandbox made for one kernel that did not come back has no use.
+  for (const auto& [id, box] : boxes)
+    if (box->implicit && box->kernels.empty()) sandboxes_.destroy(id, "lost");
+}
+
+void kernel_manager::detach_all(std::function<void()> done) {
+  std::vector<std::shared_ptr<kernel>> host;
+  for (const auto& k : list()) {
+    auto box = sandboxes_.find(k->sandbox_id());
+    if (box && box->unsandboxed) {
+      host.push_back(k);
+    } else {
+      k->detach();
+      kernels_.erase(k->id());
+    }
+  }
+  sandboxes_.detach_all();
+  auto remaining = std::make_shared<std::size_t>(host.size());
+  if (host.empty()) return done();
+  for (const auto& k : host)
+    shutdown_kernel(k->id(), [remaining, done] {
+      if (--*remaining == 0) done();
+    });
 }
 
 std::shared_ptr<kernel> kernel_manager::find(const std::string& id) const {

@@ -27,8 +27,17 @@ class kernel_manager {
 
   // `exe_dir`: where sandgate lives; sandgate-sandbox and share/ are found from it.
   kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
-                 std::filesystem::path exe_dir);
+                 std::filesystem::path exe_dir, registry& reg);
   ~kernel_manager();
+
+  // Takes back what an earlier gateway on this state dir left running (see
+  // sandbox_manager::restore): its kernels are listed at once, as starting,
+  // and become idle once their sandbox answers and they answer kernel_info;
+  // those that cannot be re-attached end as "lost".
+  void restore();
+  // For a stop that leaves sandboxes running: kernels on the host are shut
+  // down (they cannot outlive the gateway), sandboxed ones detached.
+  void detach_all(std::function<void()> done);
 
   // In the sandbox `sandbox_id` (the caller's), or in a fresh sandbox of the
   // default policy that ends with the kernel when it is empty.
@@ -58,11 +67,16 @@ class kernel_manager {
                                       bool new_kernel) const;
   // Forgets a kernel; an implicit sandbox goes with it.
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
+  // Its id answers 404 with `reason` from now on, here and after a restart.
+  void forget(const std::string& kernel_id, const std::string& reason);
   void watch_children();
+  [[nodiscard]] kernel_options options_for(const std::string& id, const std::string& owner,
+                                           const kernelspec& spec, const sandbox_entry& box) const;
 
   boost::asio::io_context& io_;
   const config& cfg_;
   kernelspec_catalog& specs_;
+  registry& registry_;
   zmq::context_t zmq_{1};
   boost::asio::signal_set sigchld_;
   sandbox_manager sandboxes_;

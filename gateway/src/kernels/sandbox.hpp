@@ -55,6 +55,10 @@ class sandbox {
   // Every output chunk of a captured process arrives before its exit.
   virtual void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
                      output_handler on_output = nullptr) = 0;
+  // Takes charge of a named process started by an earlier gateway: once the
+  // sandbox answers, `on_found` gets an empty error if it still runs (its
+  // exit then reaches `on_exit`), or why it cannot be adopted.
+  virtual void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) = 0;
   // Sends `sig` to the process group of the named process.
   virtual void signal(const std::string& name, int sig) = 0;
   // Kills the named process and every process it started, wherever they went.
@@ -67,6 +71,10 @@ class sandbox {
   virtual void on_end(end_handler handler) = 0;
   // Kills everything inside and releases the sandbox; idempotent.
   virtual void destroy() = 0;
+  // Lets go of the sandbox and leaves it running, for the next gateway to
+  // adopt (false: this kind cannot outlive the gateway; nothing was done).
+  // destroy() afterwards does nothing.
+  virtual bool detach() = 0;
   // An O_PATH descriptor of the workspace directory, for the files API
   // (the caller closes it), or -1 with errno set.
   [[nodiscard]] virtual int open_workspace() const = 0;

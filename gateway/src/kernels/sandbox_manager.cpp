@@ -8,6 +8,10 @@
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
 
+#include <boost/asio/local/stream_protocol.hpp>
+
+#include <sys/mount.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -76,6 +80,55 @@ std::int64_t unix_now() {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
+// A sandbox's registry record: what a later gateway needs to take it back.
+json to_record(const sandbox_entry& s) {
+  return {{"implicit", s.implicit},
+          {"unsandboxed", s.unsandboxed},
+          {"created_us",
+           std::chrono::duration_cast<std::chrono::microseconds>(s.created.time_since_epoch()).count()},
+          {"expires_at", s.expires_at},
+          {"idle_timeout_s", s.idle_timeout_s},
+          {"max_execution_s", s.max_execution_s},
+          {"metadata", s.metadata},
+          {"limits",
+           {{"memory_bytes", s.limits.memory_bytes},
+            {"cpu", s.limits.cpu},
+            {"pids", s.limits.pids},
+            {"workspace_bytes", s.limits.workspace_bytes}}},
+          {"network", s.network},
+          {"env", s.env},
+          {"program_dirs", s.program_dirs},
+          {"slot", s.slot},
+          {"root_pid", s.root_pid}};
+}
+
+// Throws (nlohmann::json::exception) on a record this gateway cannot read.
+std::shared_ptr<sandbox_entry> from_record(const registry_row& row) {
+  const json r = json::parse(row.record);
+  auto s = std::make_shared<sandbox_entry>();
+  s->id = row.id;
+  s->owner = row.owner;
+  s->implicit = r.at("implicit").get<bool>();
+  s->unsandboxed = r.at("unsandboxed").get<bool>();
+  s->created =
+      std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(r.at("created_us").get<std::int64_t>())));
+  s->expires_at = r.at("expires_at").get<std::int64_t>();
+  s->idle_timeout_s = r.at("idle_timeout_s").get<std::uint64_t>();
+  s->max_execution_s = r.at("max_execution_s").get<std::uint64_t>();
+  s->metadata = r.at("metadata").get<std::map<std::string, std::string>>();
+  const auto& l = r.at("limits");
+  s->limits = {l.at("memory_bytes").get<std::uint64_t>(), l.at("cpu").get<double>(),
+               l.at("pids").get<std::uint64_t>(), l.at("workspace_bytes").get<std::uint64_t>()};
+  s->network = r.at("network").get<std::string>();
+  s->env = r.at("env").get<std::map<std::string, std::string>>();
+  s->program_dirs = r.at("program_dirs").get<std::map<std::string, std::string>>();
+  s->slot = r.at("slot").get<unsigned>();
+  s->root_pid = r.at("root_pid").get<int>();
+  s->touch();
+  return s;
+}
+
 }  // namespace
 
 bool is_env_name(std::string_view name) {
@@ -133,8 +186,8 @@ std::optional<sandbox_settings> sandbox_settings::from_json(const json& body, st
 }
 
 sandbox_manager::sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
-                                 fs::path exe_dir)
-    : io_(io), cfg_(cfg), specs_(specs), exe_dir_(std::move(exe_dir)), sweep_timer_(io) {
+                                 fs::path exe_dir, registry& reg)
+    : io_(io), cfg_(cfg), specs_(specs), exe_dir_(std::move(exe_dir)), registry_(reg), sweep_timer_(io) {
   policy_file_ =
       (cfg_.policy_file.empty() ? exe_dir_ / ".." / "share" / "sandgate" / "policies" / "default.json"
                                 : cfg_.policy_file)
@@ -150,6 +203,90 @@ sandbox_manager::~sandbox_manager() {
   sweep_timer_.cancel();
   for (auto& [id, s] : sandboxes_)
     if (s->box) s->box->destroy();
+}
+
+void sandbox_manager::persist(const sandbox_entry& s) {
+  registry_.put(registry::kind::sandbox, s.id, "", s.owner, to_record(s).dump());
+}
+
+std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::restore() {
+  std::vector<std::shared_ptr<sandbox_entry>> restored;
+  std::set<std::string> known;
+  for (const auto& row : registry_.live(registry::kind::sandbox)) {
+    known.insert(row.id);
+    std::shared_ptr<sandbox_entry> s;
+    try {
+      s = from_record(row);
+    } catch (const std::exception& e) {
+      log::error("sandbox_record_unreadable", {{"sandbox_id", row.id}, {"error", e.what()}});
+      registry_.end(registry::kind::sandbox, row.id, "lost");
+      continue;
+    }
+    if (s->unsandboxed) {
+      // Its processes were this gateway's children and ended with it (or
+      // were orphaned by a crash, in their own sessions).
+      log::warn("sandbox_lost",
+                {{"sandbox_id", s->id}, {"why", "host processes do not outlive the gateway"}});
+      registry_.end(registry::kind::sandbox, s->id, "lost");
+      std::error_code ec;
+      fs::remove_all(cfg_.state_dir / "run" / s->id, ec);
+      fs::remove_all(cfg_.state_dir / "workspaces" / s->id, ec);
+      fs::remove(cfg_.state_dir / "policies" / (s->id + ".json"), ec);
+      continue;
+    }
+    supervisor_options opts;
+    opts.program = exe_dir_ / "sandgate-sandbox";
+    opts.policy_file = cfg_.state_dir / "policies" / (s->id + ".json");
+    opts.id = s->id;
+    opts.run_dir = cfg_.state_dir / "run" / s->id;
+    opts.control_path = cfg_.state_dir / "control" / (s->id + ".sock");
+    opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
+    opts.host_id_slot = s->slot;
+    used_slots_.insert(s->slot);
+    auto box = std::make_shared<supervised_sandbox>(io_, std::move(opts));
+    s->box = box;
+    sandboxes_.emplace(s->id, s);
+    watch_end(s);
+    box->attach(s->root_pid);
+    when_ready(s, [this, s](const std::string& error) {
+      if (error.empty()) persist(*s);  // the supervisor's deadline may have moved
+    });
+    log::info("sandbox_reattaching", {{"sandbox_id", s->id}, {"owner", s->owner}});
+    restored.push_back(s);
+  }
+  remove_orphans(known);
+  return restored;
+}
+
+void sandbox_manager::remove_orphans(const std::set<std::string>& known) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(cfg_.state_dir / "run", ec)) {
+    const std::string id = entry.path().filename().string();
+    if (known.count(id)) continue;
+    const auto control = cfg_.state_dir / "control" / (id + ".sock");
+    boost::asio::local::stream_protocol::socket probe(io_);
+    boost::system::error_code connect_error;
+    probe.connect(boost::asio::local::stream_protocol::endpoint(control.string()), connect_error);
+    if (!connect_error) {
+      log::warn("sandbox_unknown_left_alone",
+                {{"sandbox_id", id}, {"why", "its supervisor runs but the registry has no record of it"}});
+      continue;
+    }
+    ::umount2(entry.path().c_str(), MNT_DETACH);  // the run dir's tmpfs, if any
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+    fs::remove(control, rm);
+    fs::remove(cfg_.state_dir / "policies" / (id + ".json"), rm);
+    log::info("sandbox_orphan_removed", {{"sandbox_id", id}});
+  }
+}
+
+void sandbox_manager::detach_all() {
+  for (auto it = sandboxes_.begin(); it != sandboxes_.end();)
+    if (it->second->box->detach())
+      it = sandboxes_.erase(it);
+    else
+      ++it;
 }
 
 sandbox_limits sandbox_manager::default_limits() const {
@@ -252,6 +389,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   const auto policy = write_policy(s->id, settings, *s, err);
   if (policy.empty()) return nullptr;
   try {
+    s->unsandboxed = unsandboxed;
     if (unsandboxed) {
       log::warn("sandbox_unsandboxed", {{"sandbox_id", s->id}});
       s->program_dirs.clear();  // on the host, programs are where they are
@@ -277,6 +415,20 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
     err = {500, "Internal Server Error", std::string("cannot create a sandbox: ") + e.what()};
     return nullptr;
   }
+  watch_end(s);
+  sandboxes_.emplace(s->id, s);
+  persist(*s);
+  if (!unsandboxed)
+    when_ready(s, [this, s](const std::string& error) {
+      if (error.empty() && sandboxes_.count(s->id)) persist(*s);  // with the supervisor's pid
+    });
+  ++gateway_metrics().sandboxes_created;
+  log::info("sandbox_created",
+            {{"sandbox_id", s->id}, {"owner", owner}, {"implicit", implicit ? "yes" : "no"}});
+  return s;
+}
+
+void sandbox_manager::watch_end(const std::shared_ptr<sandbox_entry>& s) {
   std::weak_ptr<sandbox_entry> weak = s;
   s->box->on_end([this, weak](const std::string& why) {
     auto s = weak.lock();
@@ -285,19 +437,16 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
     log::info("sandbox_ended", {{"sandbox_id", s->id}, {"why", expired ? "ttl expired" : why}});
     end(s->id, expired ? "expired" : "ended");
   });
-  sandboxes_.emplace(s->id, s);
-  ++gateway_metrics().sandboxes_created;
-  log::info("sandbox_created",
-            {{"sandbox_id", s->id}, {"owner", owner}, {"implicit", implicit ? "yes" : "no"}});
-  return s;
 }
 
 void sandbox_manager::when_ready(const std::shared_ptr<sandbox_entry>& s,
                                  std::function<void(std::string error)> done) {
   s->box->when_ready([s, done = std::move(done)](const std::string& error) {
     if (error.empty())
-      if (auto* sup = dynamic_cast<supervised_sandbox*>(s->box.get()); sup && sup->expires_at() > 0)
-        s->expires_at = sup->expires_at();
+      if (auto* sup = dynamic_cast<supervised_sandbox*>(s->box.get())) {
+        if (sup->expires_at() > 0) s->expires_at = sup->expires_at();
+        s->root_pid = sup->root_pid();
+      }
     done(error);
   });
 }
@@ -325,9 +474,17 @@ void sandbox_manager::remember_gone(const std::string& id, const std::string& re
 
 std::optional<std::string> sandbox_manager::gone(const std::string& id) const {
   auto it = gone_.find(id);
-  if (it == gone_.end() || std::chrono::steady_clock::now() - it->second.second > gone_retention)
+  if (it != gone_.end())
+    return std::chrono::steady_clock::now() - it->second.second > gone_retention
+               ? std::nullopt
+               : std::optional<std::string>(it->second.first);
+  try {  // ended under an earlier gateway
+    return registry_.ended(
+        id, unix_now() - std::chrono::duration_cast<std::chrono::seconds>(gone_retention).count());
+  } catch (const std::exception& e) {
+    log::error("registry_read_failed", {{"error", e.what()}});
     return std::nullopt;
-  return it->second.first;
+  }
 }
 
 void sandbox_manager::end(const std::string& id, const std::string& reason) {
@@ -343,8 +500,11 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
   auto s = it->second;
   sandboxes_.erase(it);
   remember_gone(id, reason);
-  for (const auto& k : s->kernels)
+  registry_.end(registry::kind::sandbox, id, reason);
+  for (const auto& k : s->kernels) {
     remember_gone(k, reason);
+    registry_.end(registry::kind::kernel, k, reason);
+  }
   s->box->destroy();
   std::error_code ec;
   fs::remove_all(cfg_.state_dir / "run" / id, ec);
@@ -364,9 +524,10 @@ void sandbox_manager::extend(const std::shared_ptr<sandbox_entry>& s, std::uint6
                           "ttl_s " + std::to_string(ttl_s) + " is above this gateway's maximum of " +
                               std::to_string(max_ttl_s_)});
   const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl_s);
-  s->box->extend(expires_at, [s, expires_at, done = std::move(done)](const std::string& error) {
+  s->box->extend(expires_at, [this, s, expires_at, done = std::move(done)](const std::string& error) {
     if (!error.empty()) return done(api_error{409, "Conflict", "cannot extend the sandbox: " + error});
     s->expires_at = expires_at;
+    if (sandboxes_.count(s->id)) persist(*s);
     done(std::nullopt);
   });
 }

@@ -5,6 +5,7 @@
 // a policy of its own: the operator's default policy with the creator's
 // settings, which may lower but never raise the default's limits.
 
+#include "../registry/registry.hpp"
 #include "sandbox.hpp"
 
 #include <gateway/config.hpp>
@@ -76,6 +77,8 @@ struct sandbox_entry {
   // Kernel program directories outside the system dirs (a build tree, maybe
   // under /tmp), bound read-only elsewhere inside: host path -> inside path.
   std::map<std::string, std::string> program_dirs;
+  bool unsandboxed = false;  // a host "sandbox" (an operator's exempted kernelspecs)
+  int root_pid = 0;          // the supervisor's host pid, once ready
   std::shared_ptr<sandbox> box;
   std::set<std::string> kernels;
   unsigned commands_running = 0;
@@ -95,8 +98,20 @@ class sandbox_manager {
   using idle_probe = std::function<bool(const sandbox_entry&)>;
 
   sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
-                  std::filesystem::path exe_dir);
+                  std::filesystem::path exe_dir, registry& reg);
   ~sandbox_manager();
+
+  // Takes back the sandboxes the registry lists as live: each supervised one
+  // is re-attached in the background (if its supervisor does not answer it
+  // ends like any sandbox that ends by itself); host ones could not outlive
+  // the gateway and are ended as "lost". Then removes what is left of
+  // sandboxes that no record explains and no supervisor runs (run dirs,
+  // control sockets, policies); a live supervisor that no record explains
+  // is logged and left alone. Returns the sandboxes being re-attached.
+  std::vector<std::shared_ptr<sandbox_entry>> restore();
+  // Leaves every supervised sandbox running for the next gateway and
+  // forgets it here (not in the registry).
+  void detach_all();
 
   void on_sandbox_end(end_listener listener) { end_listener_ = std::move(listener); }
   void set_idle_probe(idle_probe probe) { idle_probe_ = std::move(probe); }
@@ -127,6 +142,9 @@ class sandbox_manager {
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
                                      sandbox_entry& entry, api_error& err);
   unsigned claim_slot();
+  void persist(const sandbox_entry& s);
+  void watch_end(const std::shared_ptr<sandbox_entry>& s);
+  void remove_orphans(const std::set<std::string>& known);
   void sweep();
   void end(const std::string& id, const std::string& reason);
 
@@ -134,6 +152,7 @@ class sandbox_manager {
   const config& cfg_;
   kernelspec_catalog& specs_;
   std::filesystem::path exe_dir_;
+  registry& registry_;
   std::filesystem::path policy_file_;
   nlohmann::json default_policy_;
   std::uint64_t max_ttl_s_ = 0;

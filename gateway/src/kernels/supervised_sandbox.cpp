@@ -74,12 +74,21 @@ void supervised_sandbox::start() {
   try_connect();
 }
 
+void supervised_sandbox::attach(int expected_root_pid) {
+  attached_ = true;
+  expected_root_pid_ = expected_root_pid;
+  run_dir_mounted_ = true;  // by the gateway that started it; destroy() unmounts it
+  connect_deadline_ = std::chrono::steady_clock::now();
+  try_connect();
+}
+
 void supervised_sandbox::try_connect() {
   if (destroyed_) return;
   boost::system::error_code ec;
   socket_.close(ec);
   socket_.connect(boost::asio::local::stream_protocol::endpoint(opts_.control_path.string()), ec);
   if (!ec) return do_read();
+  if (attached_) return fail_all("no supervisor answers on its control socket (" + ec.message() + ")");
   if (std::chrono::steady_clock::now() > connect_deadline_ || outer_pid_ < 0)
     return fail_all("the sandbox supervisor did not open its control socket (see " + opts_.log_path.string() +
                     ")");
@@ -109,12 +118,18 @@ void supervised_sandbox::on_frame(const json& frame) {
   const std::string event = frame.value("event", "");
   if (event == "ready") {
     const auto ready = frame.get<ctl::ready_event>();
+    if (ready.id != opts_.id || (expected_root_pid_ > 0 && ready.pid != expected_root_pid_))
+      return fail_all("the control socket answers for another supervisor (sandbox " + ready.id + ", pid " +
+                      std::to_string(ready.pid) + ")");
     host_uid_ = ready.host_uid;
     host_gid_ = ready.host_gid;
     root_pid_ = ready.pid;
     expires_at_ = ready.expires_at;
     ready_ = true;
-    log::info("sandbox_ready", {{"sandbox_id", opts_.id}, {"pid", std::to_string(ready.pid)}});
+    ready_children_ = std::set<std::string>(ready.children.begin(), ready.children.end());
+    log::info(attached_ ? "sandbox_reattached" : "sandbox_ready",
+              {{"sandbox_id", opts_.id}, {"pid", std::to_string(ready.pid)}});
+    settle_adoptions();  // before any later frame: exits of adopted processes must find their handler
     for (const auto& path : hand_over_pending_)
       hand_over(path);
     hand_over_pending_.clear();
@@ -174,13 +189,22 @@ void supervised_sandbox::send(json frame, std::function<void(const ctl::reply&)>
 }
 
 void supervised_sandbox::do_write() {
+  // The handler holds the sandbox: a destroyed one still sends what it
+  // queued (its last frame is the shutdown), then closes.
   boost::asio::async_write(socket_, boost::asio::buffer(write_queue_.front()),
-                           [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t) {
-                             auto self = weak.lock();
-                             if (!self || self->destroyed_) return;
-                             if (ec) return self->fail_all("cannot write to the sandbox supervisor");
+                           [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                             if (ec) {
+                               if (!self->destroyed_)
+                                 self->fail_all("cannot write to the sandbox supervisor");
+                               return;
+                             }
                              self->write_queue_.pop_front();
-                             if (!self->write_queue_.empty()) self->do_write();
+                             if (!self->write_queue_.empty()) return self->do_write();
+                             if (self->destroyed_) {
+                               boost::system::error_code ignored;
+                               self->timer_.cancel();
+                               self->socket_.close(ignored);
+                             }
                            });
 }
 
@@ -213,6 +237,29 @@ void supervised_sandbox::spawn(const spawn_request& req, spawn_handler on_spawne
            }
          on_spawned(r.ok ? "" : r.error);
        });
+}
+
+void supervised_sandbox::adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) {
+  adoptions_.push_back({name, std::move(on_found), std::move(on_exit)});
+  if (ready_ || lost_ || destroyed_)
+    boost::asio::post(io_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->settle_adoptions();
+    });
+}
+
+void supervised_sandbox::settle_adoptions() {
+  auto waiting = std::move(adoptions_);
+  adoptions_.clear();
+  for (auto& a : waiting) {
+    if (lost_ || destroyed_) {
+      a.on_found("the sandbox has ended");
+    } else if (!ready_children_.count(a.name)) {
+      a.on_found("it was no longer running when the sandbox was re-attached");
+    } else {
+      exits_[a.name] = std::move(a.on_exit);
+      a.on_found({});
+    }
+  }
 }
 
 void supervised_sandbox::when_ready(spawn_handler done) {
@@ -270,11 +317,18 @@ void supervised_sandbox::hand_over(const std::filesystem::path& host_path) {
 }
 
 void supervised_sandbox::fail_all(const std::string& why) {
-  if (destroyed_) return;
+  if (destroyed_ || lost_) return;
   log::warn("sandbox_lost", {{"sandbox_id", opts_.id}, {"why", why}});
   ready_ = false;
   lost_ = true;
   before_ready_.clear();
+  settle_adoptions();
+  // A supervisor that is not this process's child is seen to end only here:
+  // who owns the sandbox hears first, so that its processes' exits are taken
+  // as an end, not as crashes to restart from.
+  if (attached_)
+    if (auto handler = std::move(on_end_); handler) handler(why);
+  if (destroyed_) return;
   auto replies = std::move(replies_);
   replies_.clear();
   for (auto& [req, handler] : replies)
@@ -288,23 +342,47 @@ void supervised_sandbox::fail_all(const std::string& why) {
   socket_.close(ec);
 }
 
+bool supervised_sandbox::detach() {
+  if (destroyed_) return true;
+  log::info("sandbox_detached", {{"sandbox_id", opts_.id}});
+  destroyed_ = true;  // nothing more from or to it, and destroy() leaves it alone
+  on_end_ = nullptr;
+  outputs_.clear();
+  exits_.clear();
+  replies_.clear();
+  adoptions_.clear();
+  boost::system::error_code ec;
+  timer_.cancel();
+  socket_.close(ec);
+  return true;
+}
+
 void supervised_sandbox::destroy() {
   if (destroyed_) return;
-  if (ready_) {
-    // Best effort, synchronous: the supervisor kills everything and removes its cgroup.
-    json frame = {{"op", "shutdown"}, {"req", next_req_++}};
-    const auto bytes = ctl::encode_frame(frame);
-    boost::system::error_code ec;
-    boost::asio::write(socket_, boost::asio::buffer(bytes), ec);
-  }
+  const bool tell = ready_ && !lost_;
   destroyed_ = true;
   on_end_ = nullptr;
   outputs_.clear();
   exits_.clear();
   replies_.clear();
+  adoptions_.clear();
+  before_ready_.clear();
   boost::system::error_code ec;
   timer_.cancel();
-  socket_.close(ec);
+  if (auto self = weak_from_this().lock(); self && tell) {
+    // The supervisor kills everything, removes its cgroup and exits (the
+    // only way to end one an earlier gateway started). Queued after what is
+    // being written, never interleaved with it; given up after 5 s.
+    write_queue_.push_back(ctl::encode_frame({{"op", "shutdown"}, {"req", next_req_++}}));
+    if (write_queue_.size() == 1) do_write();
+    timer_.expires_after(std::chrono::seconds(5));
+    timer_.async_wait([self](const boost::system::error_code& e) {
+      boost::system::error_code ignored;
+      if (!e) self->socket_.close(ignored);
+    });
+  } else {
+    socket_.close(ec);
+  }
   if (outer_pid_ > 0 && child_running(outer_pid_)) ::kill(outer_pid_, SIGTERM);
   if (run_dir_mounted_) ::umount2(opts_.run_dir.c_str(), MNT_DETACH);
   run_dir_mounted_ = false;

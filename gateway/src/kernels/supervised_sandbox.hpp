@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace sandgate::gateway {
 
@@ -39,6 +40,10 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   // Starts sandgate-sandbox and connects to its control socket. Throws when
   // the program cannot be started.
   void start();
+  // Connects to the control socket of a supervisor an earlier gateway
+  // started. Its ready event must name this sandbox's id (and, when known,
+  // its recorded pid); if it does not answer, the sandbox has ended.
+  void attach(int expected_root_pid);
 
   void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
              output_handler on_output = nullptr) override;
@@ -47,10 +52,14 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void extend(std::int64_t expires_at, spawn_handler done) override;
   void when_ready(spawn_handler done) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
+  void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy() override;
+  bool detach() override;
   [[nodiscard]] int open_workspace() const override;
   // The sandbox's end of life as its supervisor reported it (unix seconds), or 0 before ready.
   [[nodiscard]] std::int64_t expires_at() const noexcept { return expires_at_; }
+  // The supervisor's host pid (pid 1 inside), or 0 before ready.
+  [[nodiscard]] int root_pid() const noexcept { return root_pid_; }
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return opts_.run_dir; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return "/run/sandgate"; }
@@ -66,6 +75,13 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void send(nlohmann::json frame, std::function<void(const sandboxing::control::reply&)> on_reply);
   void do_write();
   void fail_all(const std::string& why);
+  void settle_adoptions();
+
+  struct adoption {
+    std::string name;
+    spawn_handler on_found;
+    exit_handler on_exit;
+  };
 
   boost::asio::io_context& io_;
   supervisor_options opts_;
@@ -76,7 +92,11 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   bool ready_ = false;
   bool run_dir_mounted_ = false;
   bool destroyed_ = false;
-  bool lost_ = false;  // the supervisor is gone: requests fail at once
+  bool lost_ = false;      // the supervisor is gone: requests fail at once
+  bool attached_ = false;  // started by an earlier gateway: not this process's child
+  int expected_root_pid_ = 0;
+  std::set<std::string> ready_children_;  // running when the supervisor said ready
+  std::vector<adoption> adoptions_;       // waiting for the ready event
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
   int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root

@@ -29,6 +29,12 @@ T parse_number(const std::string& name, const std::string& v) {
   return out;
 }
 
+bool parse_flag(const std::string& name, const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  throw config_error("--" + name + ": not true or false: " + v);
+}
+
 std::vector<std::string> split_list(const std::string& v) {
   std::vector<std::string> out;
   std::stringstream ss(v);
@@ -40,6 +46,7 @@ std::vector<std::string> split_list(const std::string& v) {
 #define SG_NUM(field) \
   [](config& c, const std::string& v) { c.field = parse_number<decltype(c.field)>(#field, v); }
 #define SG_STR(field) [](config& c, const std::string& v) { c.field = v; }
+#define SG_FLAG(field) [](config& c, const std::string& v) { c.field = parse_flag(#field, v); }
 
 const std::vector<option>& options() {
   static const std::vector<option> table = {
@@ -75,6 +82,10 @@ const std::vector<option>& options() {
       {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
        SG_NUM(node_id)},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
+      {"shutdown-kernels-on-exit", "",
+       "end every kernel and sandbox on SIGTERM/SIGINT (default: sandboxed ones keep running and the "
+       "next gateway on this state dir re-attaches them)",
+       SG_FLAG(shutdown_kernels_on_exit)},
       {"http-header-limit-bytes", "N", "largest request header (default 16384)",
        SG_NUM(http_header_limit_bytes)},
       {"http-body-limit-bytes", "N", "largest request body (default 64 MiB)", SG_NUM(http_body_limit_bytes)},
@@ -100,6 +111,7 @@ const std::vector<option>& options() {
 
 #undef SG_NUM
 #undef SG_STR
+#undef SG_FLAG
 
 std::string env_name(std::string name) {
   std::string out = "SANDGATE_";
@@ -184,7 +196,10 @@ std::optional<config> parse_config(int argc, char** argv, const std::map<std::st
       name.resize(eq);
       has_value = true;
     }
-    if (!has_value) {
+    const option* o = name == "config" ? nullptr : find(name);
+    if (!has_value && o && *o->arg == '\0') {
+      value = "true";  // a flag
+    } else if (!has_value) {
       if (i + 1 >= argc) throw config_error("--" + name + " needs a value");
       value = argv[++i];
     }
@@ -192,7 +207,6 @@ std::optional<config> parse_config(int argc, char** argv, const std::map<std::st
       config_file = value;
       continue;
     }
-    const option* o = find(name);
     if (!o) throw config_error("unknown option --" + name + " (see --help)");
     cli.emplace_back(o, value);
   }

@@ -1,6 +1,9 @@
 #include "python_interpreter.hpp"
 
+#include <chrono>
 #include <csignal>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include <pybind11/eval.h>
@@ -39,10 +42,25 @@ python_interpreter::python_interpreter(std::vector<std::string> preload_modules)
     : preload_modules_(std::move(preload_modules)), cell_thread_(pthread_self()) {}
 
 void python_interpreter::interrupt() noexcept {
-  if (busy_.load()) {
-    // Thread-directed: only the cell thread has SIGINT unblocked for the cell.
-    // If the cell ends first, the signal stays pending and is dropped.
-    pthread_kill(cell_thread_, SIGINT);
+  if (!busy_.load()) return;
+  // Thread-directed: only the cell thread has SIGINT unblocked for the cell.
+  // If the cell ends first, the signal stays pending and is dropped.
+  const auto acted = interrupts_acted_.load();
+  const auto cell = cell_serial_.load();
+  pthread_kill(cell_thread_, SIGINT);
+  // A SIGINT that lands after a C call returned and before the next blocking
+  // call entered its syscall (between print() and time.sleep()) is acted on
+  // only when that call returns. Until the cell's handler has run, the
+  // signal is sent again: one interrupt, one KeyboardInterrupt, promptly.
+  try {
+    std::thread([this, acted, cell] {
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!busy_.load() || cell_serial_.load() != cell || interrupts_acted_.load() != acted) return;
+        pthread_kill(cell_thread_, SIGINT);
+      }
+    }).detach();
+  } catch (const std::system_error&) {  // no thread: the first signal stands alone
   }
 }
 
@@ -55,12 +73,21 @@ void python_interpreter::configure_impl() {
   py::exec(startup_script, scope);
   python_version_ = py::module_::import("platform").attr("python_version")().cast<std::string>();
   scope["setup"](m_ipython_shell, py::cast(preload_modules_));
+  // Python's own SIGINT handler, counted: interrupt() knows when a signal
+  // has been acted on.
+  auto* self = this;
+  py::module_::import("signal").attr("signal")(SIGINT, py::cpp_function([self](py::object, py::object) {
+                                                 self->interrupts_acted_.fetch_add(1);
+                                                 PyErr_SetNone(PyExc_KeyboardInterrupt);
+                                                 throw py::error_already_set();
+                                               }));
 }
 
 nl::json python_interpreter::execute_request_impl(int execution_counter, const std::string& code, bool silent,
                                                   bool store_history, nl::json user_expressions,
                                                   bool allow_stdin) {
   clear_tripped_signal();
+  cell_serial_.fetch_add(1);
   nl::json reply;
   {
     const kernels::sigint_window window;

@@ -15,7 +15,9 @@ namespace sandgate::python_kernel {
 //    Python's handler turns it into KeyboardInterrupt; an idle SIGINT is
 //    dropped and never leaks into the next cell;
 //  - interrupt() (from interrupt_request on the control thread) does the same
-//    as a SIGINT sent to the process;
+//    as a SIGINT sent to the process, and sends it again every 100 ms until
+//    Python's handler has acted on it (CPython defers a SIGINT that lands
+//    just before a blocking call);
 //  - at configure time, the start-up script runs and the preload modules are
 //    imported.
 // Must be constructed on the thread that will run the shell loop (main).
@@ -33,10 +35,12 @@ class python_interpreter final : public xpyt::interpreter {
   nl::json kernel_info_request_impl() override;
   void shutdown_request_impl() override;
 
-  std::vector<std::string> preload_modules_;  // imported during configure
-  std::string python_version_;                // for kernel_info
-  pthread_t cell_thread_;                     // the thread that runs cells
-  std::atomic<bool> busy_{false};             // a cell is running
+  std::vector<std::string> preload_modules_;   // imported during configure
+  std::string python_version_;                 // for kernel_info
+  pthread_t cell_thread_;                      // the thread that runs cells
+  std::atomic<bool> busy_{false};              // a cell is running
+  std::atomic<unsigned> cell_serial_{0};       // bumps when a cell starts
+  std::atomic<unsigned> interrupts_acted_{0};  // KeyboardInterrupts raised by the SIGINT handler
 };
 
 }  // namespace sandgate::python_kernel

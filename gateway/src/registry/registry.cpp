@@ -1,0 +1,235 @@
+#include "registry.hpp"
+
+#include <gateway/log.hpp>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <stdexcept>
+
+namespace sandgate::gateway {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Each entry moves the schema from version i to i + 1; never edit one that
+// has shipped, append another.
+constexpr const char* migrations[] = {
+    R"sql(
+    CREATE TABLE sandboxes (
+      id TEXT PRIMARY KEY,
+      owner TEXT NOT NULL,
+      record TEXT,
+      ended_at INTEGER,
+      end_reason TEXT
+    );
+    CREATE TABLE kernels (
+      id TEXT PRIMARY KEY,
+      sandbox_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      record TEXT,
+      ended_at INTEGER,
+      end_reason TEXT
+    );
+    CREATE INDEX kernels_by_sandbox ON kernels (sandbox_id);
+    )sql",
+};
+
+class statement {
+ public:
+  statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
+  }
+  ~statement() { sqlite3_finalize(stmt_); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+
+  statement& bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  statement& bind(int i, std::int64_t n) {
+    sqlite3_bind_int64(stmt_, i, n);
+    return *this;
+  }
+  // SQLITE_ROW or SQLITE_DONE; throws on anything else.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(sqlite3_db_handle(stmt_)));
+  }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+std::int64_t unix_now() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+const char* table(registry::kind k) {
+  return k == registry::kind::sandbox ? "sandboxes" : "kernels";
+}
+
+sqlite3* open_db(const fs::path& path) {
+  sqlite3* db = nullptr;
+  // Created 0600 whatever the umask: records hold connection keys. SQLite
+  // gives the WAL and shared-memory files the database file's mode.
+  const mode_t old_mask = ::umask(077);
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  ::umask(old_mask);
+  if (rc != SQLITE_OK) {
+    const std::string error = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    throw std::runtime_error("cannot open " + path.string() + ": " + error);
+  }
+  ::chmod(path.c_str(), 0600);
+  sqlite3_busy_timeout(db, 2000);
+  return db;
+}
+
+}  // namespace
+
+std::unique_ptr<registry> registry::open(const fs::path& path) {
+  const bool existed = fs::exists(path);
+  std::unique_ptr<registry> r(new registry(open_db(path)));
+  try {
+    r->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    statement check(r->db_, "PRAGMA quick_check");
+    if (!check.step() || check.text(0) != "ok") throw std::runtime_error("quick_check: " + check.text(0));
+    r->migrate();
+    r->notice_ = existed ? "" : "created " + path.string();
+    return r;
+  } catch (const std::exception& e) {
+    // Not a database, corrupt, or from a newer gateway: keep it for
+    // inspection and start afresh. Sandboxes it knew are not touched.
+    const std::string why = e.what();
+    r.reset();
+    const std::string aside = path.string() + ".corrupt-" + std::to_string(unix_now());
+    std::error_code ec;
+    fs::rename(path, aside, ec);
+    for (const char* suffix : {"-wal", "-shm"})
+      fs::rename(path.string() + suffix, aside + suffix, ec);
+    std::unique_ptr<registry> fresh(new registry(open_db(path)));
+    fresh->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    fresh->migrate();
+    fresh->notice_ = "the registry " + path.string() + " was unusable (" + why + "); moved it to " + aside +
+                     " and started an empty one";
+    return fresh;
+  }
+}
+
+registry::~registry() {
+  sqlite3_close(db_);
+}
+
+void registry::exec(const char* sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("sqlite: " + message);
+  }
+}
+
+int registry::schema_version() const {
+  statement st(db_, "PRAGMA user_version");
+  st.step();
+  return static_cast<int>(st.integer(0));
+}
+
+void registry::migrate() {
+  const int have = schema_version();
+  const int want = static_cast<int>(std::size(migrations));
+  if (have > want)
+    throw std::runtime_error("schema version " + std::to_string(have) + " is newer than this gateway's " +
+                             std::to_string(want));
+  for (int v = have; v < want; ++v) {
+    exec("BEGIN IMMEDIATE");
+    try {
+      exec(migrations[v]);
+      exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+      exec("COMMIT");
+    } catch (...) {
+      exec("ROLLBACK");
+      throw;
+    }
+  }
+}
+
+void registry::put(kind k, const std::string& id, const std::string& parent, const std::string& owner,
+                   const std::string& record) {
+  try {
+    if (k == kind::sandbox) {
+      statement st(db_,
+                   "INSERT OR REPLACE INTO sandboxes (id, owner, record, ended_at, end_reason) "
+                   "VALUES (?1, ?2, ?3, NULL, NULL)");
+      st.bind(1, id).bind(2, owner).bind(3, record).step();
+    } else {
+      statement st(db_,
+                   "INSERT OR REPLACE INTO kernels (id, sandbox_id, owner, record, ended_at, end_reason) "
+                   "VALUES (?1, ?2, ?3, ?4, NULL, NULL)");
+      st.bind(1, id).bind(2, parent).bind(3, owner).bind(4, record).step();
+    }
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"id", id}, {"error", e.what()}});
+  }
+}
+
+void registry::end(kind k, const std::string& id, const std::string& reason) {
+  try {
+    statement st(db_,
+                 (std::string("UPDATE ") + table(k) +
+                  " SET record = NULL, ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL")
+                     .c_str());
+    st.bind(1, id).bind(2, unix_now()).bind(3, reason).step();
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"id", id}, {"error", e.what()}});
+  }
+}
+
+std::vector<registry_row> registry::live(kind k) const {
+  std::vector<registry_row> rows;
+  statement st(
+      db_, k == kind::sandbox
+               ? "SELECT id, '', owner, record FROM sandboxes WHERE ended_at IS NULL ORDER BY rowid"
+               : "SELECT id, sandbox_id, owner, record FROM kernels WHERE ended_at IS NULL ORDER BY rowid");
+  while (st.step())
+    rows.push_back({st.text(0), st.text(1), st.text(2), st.text(3)});
+  return rows;
+}
+
+std::optional<std::string> registry::ended(const std::string& id, std::int64_t since) const {
+  for (const char* sql : {"SELECT end_reason FROM sandboxes WHERE id = ?1 AND ended_at >= ?2",
+                          "SELECT end_reason FROM kernels WHERE id = ?1 AND ended_at >= ?2"}) {
+    statement st(db_, sql);
+    st.bind(1, id).bind(2, since);
+    if (st.step()) return st.text(0);
+  }
+  return std::nullopt;
+}
+
+void registry::purge_ended(std::int64_t before) {
+  try {
+    for (const char* sql :
+         {"DELETE FROM sandboxes WHERE ended_at < ?1", "DELETE FROM kernels WHERE ended_at < ?1"}) {
+      statement st(db_, sql);
+      st.bind(1, before).step();
+    }
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"error", e.what()}});
+  }
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,72 @@
+#pragma once
+// The gateway's durable registry: one SQLite database (WAL) under the state
+// dir holding every sandbox and kernel this node runs, so that a restarted
+// gateway re-attaches to them, and the ids that ended (with why) so that they
+// keep answering 404 with their reason.
+//
+// Records are JSON texts owned by the part that writes them (the sandbox
+// and kernel managers); the registry keys, stores and lists them. The file
+// and its WAL are mode 0600: kernel records hold connection keys.
+//
+// A write that fails (disk full, I/O error) is logged and the gateway goes
+// on: the registry is what a restart recovers, not what the running
+// gateway reads.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace sandgate::gateway {
+
+struct registry_row {
+  std::string id;
+  std::string parent;  // a kernel's sandbox id; empty for sandboxes
+  std::string owner;
+  std::string record;  // JSON text
+};
+
+class registry {
+ public:
+  enum class kind { sandbox, kernel };
+
+  // Opens (or creates) the database at `path` and brings its schema up to
+  // date. A file that is not a usable database is moved aside to
+  // `<path>.corrupt-<unix time>` (its WAL too) and a new one is made; what
+  // happened is in `notice()`. Throws when no database can be made.
+  static std::unique_ptr<registry> open(const std::filesystem::path& path);
+  ~registry();
+  registry(const registry&) = delete;
+  registry& operator=(const registry&) = delete;
+
+  // Inserts or replaces a live record.
+  void put(kind k, const std::string& id, const std::string& parent, const std::string& owner,
+           const std::string& record);
+  // Marks a record ended with `reason` ("deleted", "expired", ...); its
+  // record text is dropped (keys are not kept past the end).
+  void end(kind k, const std::string& id, const std::string& reason);
+  [[nodiscard]] std::vector<registry_row> live(kind k) const;
+  // Why `id` ended, if it ended at or after `since` (unix seconds).
+  [[nodiscard]] std::optional<std::string> ended(const std::string& id, std::int64_t since) const;
+  // Forgets ended records older than `before` (unix seconds).
+  void purge_ended(std::int64_t before);
+
+  [[nodiscard]] int schema_version() const;
+  // What open() had to do beyond opening ("created", "moved aside a corrupt
+  // database to ..."), for the log.
+  [[nodiscard]] const std::string& notice() const noexcept { return notice_; }
+
+ private:
+  explicit registry(sqlite3* db) : db_(db) {}
+  void exec(const char* sql) const;
+  void migrate();
+
+  sqlite3* db_;
+  std::string notice_;
+};
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,124 @@
+#include "registry/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+namespace sandgate::gateway {
+namespace {
+
+namespace fs = std::filesystem;
+using kind = registry::kind;
+
+class registry_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sandgate-registry-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ / "registry.db";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  fs::path path_;
+};
+
+TEST_F(registry_test, records_survive_reopening_and_ended_ones_are_not_live) {
+  {
+    auto r = registry::open(path_);
+    EXPECT_EQ(r->notice(), "created " + path_.string());
+    r->put(kind::sandbox, "s1", "", "alice", R"({"ttl":1})");
+    r->put(kind::sandbox, "s2", "", "bob", R"({"ttl":2})");
+    r->put(kind::kernel, "k1", "s1", "alice", R"({"key":"secret"})");
+    r->put(kind::sandbox, "s1", "", "alice", R"({"ttl":3})");  // replaced
+    r->end(kind::sandbox, "s2", "deleted");
+  }
+  auto r = registry::open(path_);
+  EXPECT_EQ(r->notice(), "");
+  const auto boxes = r->live(kind::sandbox);
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0].id, "s1");
+  EXPECT_EQ(boxes[0].owner, "alice");
+  EXPECT_EQ(boxes[0].record, R"({"ttl":3})");
+  const auto kernels = r->live(kind::kernel);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0].parent, "s1");
+  EXPECT_EQ(kernels[0].record, R"({"key":"secret"})");
+  EXPECT_EQ(r->ended("s2", 0), "deleted");
+  EXPECT_EQ(r->ended("s1", 0), std::nullopt);
+  EXPECT_EQ(r->ended("s2", std::time(nullptr) + 10), std::nullopt);  // ended before `since`
+}
+
+TEST_F(registry_test, an_ended_record_keeps_no_key_and_is_purged_later) {
+  auto r = registry::open(path_);
+  r->put(kind::kernel, "k1", "s1", "alice", R"({"key":"secret"})");
+  r->end(kind::kernel, "k1", "deleted");
+  r->end(kind::kernel, "k1", "expired");  // the first end stands
+  EXPECT_EQ(r->ended("k1", 0), "deleted");
+  r.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT record IS NULL FROM kernels WHERE id = 'k1'", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  r = registry::open(path_);
+  r->purge_ended(std::time(nullptr) + 1);
+  EXPECT_EQ(r->ended("k1", 0), std::nullopt);
+}
+
+TEST_F(registry_test, the_database_is_private_to_its_owner) {
+  const mode_t old = ::umask(0);
+  auto r = registry::open(path_);
+  ::umask(old);
+  r->put(kind::sandbox, "s1", "", "alice", "{}");
+  for (const auto& p : {path_, fs::path(path_.string() + "-wal")}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << p;
+  }
+}
+
+TEST_F(registry_test, a_corrupt_file_is_moved_aside_and_a_new_one_started) {
+  std::ofstream(path_) << std::string(8192, 'x');
+  auto r = registry::open(path_);
+  EXPECT_NE(r->notice().find("unusable"), std::string::npos) << r->notice();
+  EXPECT_TRUE(r->live(kind::sandbox).empty());
+  EXPECT_EQ(r->schema_version(), 1);
+  int aside = 0;
+  for (const auto& e : fs::directory_iterator(dir_))
+    if (e.path().filename().string().rfind("registry.db.corrupt-", 0) == 0) {
+      ++aside;
+      EXPECT_EQ(fs::file_size(e.path()), 8192u);
+    }
+  EXPECT_EQ(aside, 1);
+  r->put(kind::sandbox, "s1", "", "alice", "{}");
+  EXPECT_EQ(r->live(kind::sandbox).size(), 1u);
+}
+
+TEST_F(registry_test, a_newer_schema_is_not_touched_but_set_aside) {
+  {
+    auto r = registry::open(path_);
+    r->put(kind::sandbox, "s1", "", "alice", "{}");
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto r = registry::open(path_);
+  EXPECT_NE(r->notice().find("newer"), std::string::npos) << r->notice();
+  EXPECT_TRUE(r->live(kind::sandbox).empty());
+}
+
+}  // namespace
+}  // namespace sandgate::gateway

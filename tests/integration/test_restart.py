@@ -1,0 +1,148 @@
+"""A gateway that stops or is killed leaves its sandboxes running; the next
+gateway on the same state dir takes them back from the registry: same ids,
+variables, files, TTLs and metadata. What ended while no gateway ran answers
+404 with its reason; a corrupt registry is set aside without touching the
+sandboxes it described. Needs root (as CI runs)."""
+
+import os
+import signal
+import time
+import unittest
+
+from sandgate_fixture import Gateway, remove_state_dir, result_text, wait_until
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@unittest.skipUnless(os.geteuid() == 0, "sandboxes need root")
+class GatewayRestart(unittest.TestCase):
+    def start(self, **kw):
+        gw = Gateway(name=self.id().rsplit(".", 1)[-1], sandboxed=True, keep_kernels=True, **kw)
+        if "state_dir" not in kw:
+            gw.owns_state = False  # the test removes it once every gateway on it is gone
+            self.addCleanup(remove_state_dir, gw.state_dir)
+        self.addCleanup(lambda: gw.stopped or gw.crash())
+        return gw
+
+    def restart(self, old):
+        return self.start(state_dir=old.state_dir, token=old.token)
+
+    def ok(self, r, status=200):
+        self.assertEqual(r.status, status, r)
+        return r.json() if r.body else None
+
+    def run_code(self, gw, kid, code):
+        rec = self.ok(gw.request("POST", f"api/kernels/{kid}/execute", {"code": code}, timeout=120))
+        self.assertEqual(rec["status"], "ok", rec)
+        return rec
+
+    def test_kill_9_leaves_everything_running_for_the_next_gateway(self):
+        gw = self.start()
+        sb = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900, "metadata": {"task": "restart"}},
+                                timeout=60), 201)
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python", "sandbox_id": sb["id"]},
+                                 timeout=120), 201)["id"]
+        self.run_code(gw, kid, "x = 41")
+        self.assertEqual(gw.request("PUT", f"api/sandboxes/{sb['id']}/files/notes/a.txt", raw=b"kept\n").status,
+                         201)
+        # A Kernel Gateway API kernel, in a sandbox of its own.
+        kg = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        self.run_code(gw, kg, "y = 'also kept'")
+        before = {s["id"]: s for s in self.ok(gw.request("GET", "api/sandboxes"))}
+        supervisors = gw.kernel_pids()
+        self.assertTrue(supervisors)
+
+        gw.crash()
+        time.sleep(0.5)
+        self.assertTrue(all(alive(p) for p in supervisors), "a sandbox died with the gateway")
+
+        gw2 = self.restart(gw)
+        # Listed at once, even before their sandboxes answered.
+        self.assertEqual({k["id"] for k in self.ok(gw2.request("GET", "api/kernels"))}, {kid, kg})
+        ks = gw2.connect(kid, v1=True)
+        self.addCleanup(ks.close)
+        reply, iopub = ks.execute("x + 1", timeout=60)
+        self.assertEqual(reply.content["status"], "ok")
+        self.assertEqual(result_text(iopub), "42")
+        self.assertEqual(self.run_code(gw2, kg, "y")["result"], "'also kept'")
+        r = gw2.request("GET", f"api/sandboxes/{sb['id']}/files/notes/a.txt")
+        self.assertEqual((r.status, r.body), (200, b"kept\n"))
+        after = {s["id"]: s for s in self.ok(gw2.request("GET", "api/sandboxes"))}
+        self.assertEqual(set(after), set(before))
+        for key in ("expires_at", "metadata", "limits", "network", "created"):
+            self.assertEqual(after[sb["id"]][key], before[sb["id"]][key], key)
+        self.assertEqual([k["id"] for k in after[sb["id"]]["kernels"]], [kid])
+        # The same processes, not new ones.
+        self.assertEqual(sorted(gw2.kernel_pids()), sorted(supervisors))
+        # And everything works as before: interrupt, restart, delete.
+        self.ok(gw2.request("POST", f"api/kernels/{kid}/restart", timeout=120))
+        self.assertEqual(self.run_code(gw2, kid, "'fresh' if 'x' not in dir() else 'stale'")["result"], "'fresh'")
+        self.assertEqual(gw2.request("DELETE", f"api/sandboxes/{sb['id']}").status, 204)
+        self.assertEqual(gw2.request("DELETE", f"api/kernels/{kg}").status, 204)
+        wait_until(lambda: not any(alive(p) for p in supervisors), 20,
+                   lambda: f"the deleted sandboxes to end: {[p for p in supervisors if alive(p)]}; {gw2.log_tail(10)}")
+
+    def test_sigterm_leaves_sandboxed_kernels_running_by_default(self):
+        gw = self.start()
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        self.run_code(gw, kid, "z = [1, 2, 3]")
+        ws = gw.connect(kid)
+        code, taken = gw.stop()
+        self.assertEqual(code, 0)
+        self.assertLess(taken, 5)
+        # Its clients are told the gateway is going away, not that the kernel died.
+        closed, _ = ws.wait_closed(10)
+        self.assertEqual(closed.code, 1001, closed)
+        self.assertIn("keeps running", closed.reason)
+        gw2 = self.restart(gw)
+        self.assertEqual(self.run_code(gw2, kid, "sum(z)")["result"], "6")
+
+    def test_what_ended_while_no_gateway_ran_answers_404_with_its_reason(self):
+        gw = self.start()
+        short = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 2}, timeout=60), 201)["id"]
+        self.ok(gw.request("POST", "api/kernels", {"name": "python", "sandbox_id": short}, timeout=120), 201)
+        long = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
+        deleted = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
+        self.assertEqual(gw.request("DELETE", f"api/sandboxes/{deleted}").status, 204)
+        gw.crash()
+        time.sleep(3.5)  # the short sandbox's supervisor ends it on time, with no gateway
+        gw2 = self.restart(gw)
+        wait_until(lambda: gw2.request("GET", f"api/sandboxes/{short}").status == 404, 15,
+                   "the expired sandbox to be seen as ended")
+        self.assertEqual(gw2.request("GET", f"api/sandboxes/{short}").json()["reason"], "expired")
+        self.assertEqual(gw2.request("GET", f"api/sandboxes/{deleted}").json()["reason"], "deleted")
+        self.ok(gw2.request("GET", f"api/sandboxes/{long}"))
+        self.assertEqual([s["id"] for s in self.ok(gw2.request("GET", "api/sandboxes"))], [long])
+
+    def test_a_corrupt_registry_is_set_aside_and_running_sandboxes_left_alone(self):
+        gw = self.start()
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        self.run_code(gw, kid, "1")
+        supervisors = gw.kernel_pids()
+        gw.crash()
+        db = os.path.join(gw.state_dir, "registry.db")
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.unlink(db + suffix)
+        with open(db, "wb") as f:
+            f.write(b"this is not a database" * 100)
+        gw2 = self.restart(gw)
+        self.assertEqual(self.ok(gw2.request("GET", "api/kernels")), [])
+        events = {e.get("event"): e for e in gw2.log_events()}
+        self.assertIn("registry_replaced", events)
+        self.assertIn("sandbox_unknown_left_alone", events)
+        self.assertTrue(any(n.startswith("registry.db.corrupt-") for n in os.listdir(gw.state_dir)))
+        self.assertTrue(all(alive(p) for p in supervisors), "the gateway touched a sandbox it does not know")
+        # New work goes on normally.
+        new = self.ok(gw2.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        self.assertEqual(self.run_code(gw2, new, "6 * 7")["result"], "42")
+
+
+if __name__ == "__main__":
+    unittest.main()
