@@ -5,11 +5,22 @@ variables, files, TTLs and metadata. What ended while no gateway ran answers
 sandboxes it described. Needs root (as CI runs)."""
 
 import os
-import signal
+import sqlite3
 import time
 import unittest
 
 from sandgate_fixture import Gateway, remove_state_dir, result_text, wait_until
+
+
+def stored_execution(state_dir, kernel_id, msg_id):
+    """The record as the gateway's registry holds it (read-only), or None."""
+    db = sqlite3.connect(f"file:{os.path.join(state_dir, 'registry.db')}?mode=ro", uri=True, timeout=5)
+    try:
+        row = db.execute("SELECT record FROM executions WHERE kernel_id = ? AND msg_id = ?",
+                         (kernel_id, msg_id)).fetchone()
+        return row and row[0]
+    finally:
+        db.close()
 
 
 def alive(pid):
@@ -57,6 +68,12 @@ class GatewayRestart(unittest.TestCase):
         before = {s["id"]: s for s in self.ok(gw.request("GET", "api/sandboxes"))}
         supervisors = gw.kernel_pids()
         self.assertTrue(supervisors)
+        # An execute over the WebSocket: its record is kept in the registry.
+        ws = gw.connect(kid, v1=True)
+        reply, _ = ws.execute("print('recorded'); 6 * 7")
+        msg_id = reply.parent_header["msg_id"]
+        ws.close()
+        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 20, "the record to be written")
 
         gw.crash()
         time.sleep(0.5)
@@ -78,6 +95,10 @@ class GatewayRestart(unittest.TestCase):
         for key in ("expires_at", "metadata", "limits", "network", "created"):
             self.assertEqual(after[sb["id"]][key], before[sb["id"]][key], key)
         self.assertEqual([k["id"] for k in after[sb["id"]]["kernels"]], [kid])
+        # The execution record, from before the crash.
+        rec = self.ok(gw2.request("GET", f"api/kernels/{kid}/executions/{msg_id}"))
+        self.assertEqual((rec["status"], rec["stdout"], rec["result"]), ("ok", "recorded\n", "42"))
+        self.assertEqual(gw2.request("GET", f"api/kernels/{kid}/executions/no-such-msg").status, 404)
         # The same processes, not new ones.
         self.assertEqual(sorted(gw2.kernel_pids()), sorted(supervisors))
         # And everything works as before: interrupt, restart, delete.

@@ -233,12 +233,14 @@ void router::execute_code(context& ctx, const std::string& id) {
 void router::get_execution(context& ctx, const std::string& id, const std::string& msg_id) {
   auto k = own_kernel(ctx, id);
   if (!k) return;
-  auto r = k->execution(msg_id);
-  if (!r)
+  auto res = ctx.json(http::status::ok, json::object());
+  if (auto r = k->execution(msg_id))
+    res.body() = r->to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+  else if (auto stored = kernels_.stored_execution(id, msg_id))
+    res.body() = std::move(*stored);
+  else
     return ctx.reply(
         ctx.error(http::status::not_found, "No execution " + msg_id + " is known for this kernel"));
-  auto res = ctx.json(http::status::ok, json::object());
-  res.body() = r->to_json().dump(-1, ' ', false, json::error_handler_t::replace);
   ctx.reply(std::move(res));
 }
 

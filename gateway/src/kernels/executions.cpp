@@ -118,6 +118,7 @@ void execution_log::finish(execution_record& r, const std::string& status) {
   ++counters.executions;
   counters.execution_seconds.observe(*r.finished - r.started_steady);
   if (status == "timeout") ++counters.execution_timeouts;
+  if (on_finish_) on_finish_(r);
   auto it = waiters_.find(r.msg_id);
   if (it == waiters_.end()) return;
   auto waiting = std::move(it->second);

@@ -59,6 +59,9 @@ class execution_log {
 
   explicit execution_log(execution_limits limits = {}) : limits_(limits) {}
 
+  // Told of every record as it ends (to keep it beyond this log's bounds).
+  void on_finish(waiter listener) { on_finish_ = std::move(listener); }
+
   // An execute_request sent to the kernel.
   std::shared_ptr<execution_record> begin(const std::string& msg_id);
   // A message from the kernel; true when its parent is a tracked execute.
@@ -82,6 +85,7 @@ class execution_log {
   std::deque<std::string> order_;
   std::unordered_map<std::string, std::vector<waiter>> waiters_;
   std::size_t total_bytes_ = 0;
+  waiter on_finish_;
 };
 
 }  // namespace sandgate::gateway

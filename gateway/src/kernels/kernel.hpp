@@ -81,6 +81,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   [[nodiscard]] std::shared_ptr<execution_record> execution(const std::string& msg_id) const {
     return executions_.find(msg_id);
   }
+  // Told of every execution record as it ends.
+  void on_execution_finished(execution_log::waiter listener) { executions_.on_finish(std::move(listener)); }
 
   void attach(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the

@@ -74,6 +74,25 @@ void kernel_manager::forget(const std::string& kernel_id, const std::string& rea
   registry_.end(registry::kind::kernel, kernel_id, reason);
 }
 
+void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box) {
+  kernels_.emplace(k->id(), k);
+  box.kernels.insert(k->id());
+  k->on_execution_finished([this, id = k->id()](const execution_record& r) {
+    registry_.put_execution(id, r.msg_id,
+                            r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+}
+
+std::optional<std::string> kernel_manager::stored_execution(const std::string& kernel_id,
+                                                            const std::string& msg_id) const {
+  try {
+    return registry_.execution(kernel_id, msg_id);
+  } catch (const std::exception& e) {
+    log::error("registry_read_failed", {{"error", e.what()}});
+    return std::nullopt;
+  }
+}
+
 void kernel_manager::release(const std::shared_ptr<kernel>& k, const std::string& reason) {
   kernels_.erase(k->id());
   forget(k->id(), reason);
@@ -148,8 +167,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     opts.env[k] = std::move(v);
 
   auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
-  kernels_.emplace(k->id(), k);
-  box->kernels.insert(k->id());
+  adopt(k, *box);
   box->touch();
   // What a later gateway needs to take the kernel back: its key among them
   // (the registry file is the gateway's alone, mode 0600).
@@ -213,8 +231,7 @@ void kernel_manager::restore() {
     kernel_options opts = options_for(row.id, row.owner, spec, *box);
     opts.key = record["key"].get<std::string>();
     auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
-    kernels_.emplace(k->id(), k);
-    box->kernels.insert(k->id());
+    adopt(k, *box);
     log::info("kernel_reattaching", {{"kernel_id", k->id()}, {"sandbox_id", box->id}});
     k->reattach([this, k](const std::string& error) {
       if (error.empty()) return;

@@ -47,6 +47,10 @@ class kernel_manager {
   std::shared_ptr<sandbox_entry> create_sandbox(const sandbox_settings& settings, const principal& who,
                                                 api_error& err);
   [[nodiscard]] std::shared_ptr<kernel> find(const std::string& id) const;
+  // An ended execution's record (JSON) as the registry kept it: for records
+  // past the kernel's in-memory bounds, or from before a gateway restart.
+  [[nodiscard]] std::optional<std::string> stored_execution(const std::string& kernel_id,
+                                                            const std::string& msg_id) const;
   [[nodiscard]] std::vector<std::shared_ptr<kernel>> list() const;
   void shutdown_kernel(const std::string& id, std::function<void()> done);
   void shutdown_all(std::function<void()> done);
@@ -69,6 +73,8 @@ class kernel_manager {
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
   // Its id answers 404 with `reason` from now on, here and after a restart.
   void forget(const std::string& kernel_id, const std::string& reason);
+  // Registers a new or re-attached kernel and keeps its ended executions.
+  void adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box);
   void watch_children();
   [[nodiscard]] kernel_options options_for(const std::string& id, const std::string& owner,
                                            const kernelspec& spec, const sandbox_entry& box) const;

@@ -34,6 +34,16 @@ constexpr const char* migrations[] = {
     );
     CREATE INDEX kernels_by_sandbox ON kernels (sandbox_id);
     )sql",
+    R"sql(
+    CREATE TABLE executions (
+      kernel_id TEXT NOT NULL,
+      msg_id TEXT NOT NULL,
+      record TEXT NOT NULL,
+      finished_at INTEGER NOT NULL,
+      PRIMARY KEY (kernel_id, msg_id)
+    );
+    CREATE INDEX executions_by_age ON executions (finished_at);
+    )sql",
 };
 
 class statement {
@@ -68,6 +78,10 @@ class statement {
              : std::string();
   }
   std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
@@ -110,6 +124,7 @@ std::unique_ptr<registry> registry::open(const fs::path& path) {
     if (!check.step() || check.text(0) != "ok") throw std::runtime_error("quick_check: " + check.text(0));
     r->migrate();
     r->notice_ = existed ? "" : "created " + path.string();
+    r->start_writer(path);
     return r;
   } catch (const std::exception& e) {
     // Not a database, corrupt, or from a newer gateway: keep it for
@@ -126,12 +141,79 @@ std::unique_ptr<registry> registry::open(const fs::path& path) {
     fresh->migrate();
     fresh->notice_ = "the registry " + path.string() + " was unusable (" + why + "); moved it to " + aside +
                      " and started an empty one";
+    fresh->start_writer(path);
     return fresh;
   }
 }
 
 registry::~registry() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    writer_.join();
+  }
+  sqlite3_close(writer_db_);
   sqlite3_close(db_);
+}
+
+void registry::start_writer(const fs::path& path) {
+  writer_db_ = open_db(path);
+  writer_ = std::thread([this] { write_executions(); });
+}
+
+void registry::put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back({kernel_id, msg_id, std::move(record)});
+  }
+  wake_.notify_one();
+}
+
+void registry::flush() {
+  std::unique_lock lock(mutex_);
+  written_.wait(lock, [this] { return queue_.empty() && in_flight_ == 0; });
+}
+
+void registry::write_executions() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty() && stopping_) return;
+    std::deque<pending_execution> batch;
+    batch.swap(queue_);
+    in_flight_ = batch.size();
+    lock.unlock();
+    try {  // one transaction per batch: one WAL append for many records
+      sqlite3_exec(writer_db_, "BEGIN", nullptr, nullptr, nullptr);
+      statement st(writer_db_,
+                   "INSERT OR REPLACE INTO executions (kernel_id, msg_id, record, finished_at) "
+                   "VALUES (?1, ?2, ?3, ?4)");
+      for (const auto& e : batch) {
+        st.bind(1, e.kernel_id).bind(2, e.msg_id).bind(3, e.record).bind(4, unix_now());
+        st.step();
+        st.reset();
+      }
+      if (sqlite3_exec(writer_db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+        throw std::runtime_error(sqlite3_errmsg(writer_db_));
+    } catch (const std::exception& e) {
+      sqlite3_exec(writer_db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      log::error("registry_write_failed", {{"what", "execution records"}, {"error", e.what()}});
+    }
+    lock.lock();
+    in_flight_ = 0;
+    written_.notify_all();
+  }
+}
+
+std::optional<std::string> registry::execution(const std::string& kernel_id,
+                                               const std::string& msg_id) const {
+  statement st(db_, "SELECT record FROM executions WHERE kernel_id = ?1 AND msg_id = ?2");
+  st.bind(1, kernel_id).bind(2, msg_id);
+  if (st.step()) return st.text(0);
+  return std::nullopt;
 }
 
 void registry::exec(const char* sql) const {
@@ -223,7 +305,8 @@ std::optional<std::string> registry::ended(const std::string& id, std::int64_t s
 void registry::purge_ended(std::int64_t before) {
   try {
     for (const char* sql :
-         {"DELETE FROM sandboxes WHERE ended_at < ?1", "DELETE FROM kernels WHERE ended_at < ?1"}) {
+         {"DELETE FROM sandboxes WHERE ended_at < ?1", "DELETE FROM kernels WHERE ended_at < ?1",
+          "DELETE FROM executions WHERE finished_at < ?1"}) {
       statement st(db_, sql);
       st.bind(1, before).step();
     }

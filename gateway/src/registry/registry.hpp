@@ -12,11 +12,15 @@
 // on: the registry is what a restart recovers, not what the running
 // gateway reads.
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 struct sqlite3;
@@ -55,18 +59,41 @@ class registry {
   // Forgets ended records older than `before` (unix seconds).
   void purge_ended(std::int64_t before);
 
+  // Execution records, kept for an hour after they end. Written by a
+  // thread of the registry's own (a record may hold megabytes of output),
+  // in batches; a record queued but not yet written when the process is
+  // killed is lost, a stopped registry writes all it queued first.
+  void put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record);
+  [[nodiscard]] std::optional<std::string> execution(const std::string& kernel_id,
+                                                     const std::string& msg_id) const;
+  // Waits until every queued execution record is written.
+  void flush();
+
   [[nodiscard]] int schema_version() const;
   // What open() had to do beyond opening ("created", "moved aside a corrupt
   // database to ..."), for the log.
   [[nodiscard]] const std::string& notice() const noexcept { return notice_; }
 
  private:
+  struct pending_execution {
+    std::string kernel_id, msg_id, record;
+  };
+
   explicit registry(sqlite3* db) : db_(db) {}
   void exec(const char* sql) const;
   void migrate();
+  void start_writer(const std::filesystem::path& path);
+  void write_executions();
 
   sqlite3* db_;
   std::string notice_;
+  sqlite3* writer_db_ = nullptr;
+  std::thread writer_;
+  std::mutex mutex_;
+  std::condition_variable wake_, written_;
+  std::deque<pending_execution> queue_;
+  std::size_t in_flight_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace sandgate::gateway

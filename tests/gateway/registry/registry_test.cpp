@@ -94,7 +94,7 @@ TEST_F(registry_test, a_corrupt_file_is_moved_aside_and_a_new_one_started) {
   auto r = registry::open(path_);
   EXPECT_NE(r->notice().find("unusable"), std::string::npos) << r->notice();
   EXPECT_TRUE(r->live(kind::sandbox).empty());
-  EXPECT_EQ(r->schema_version(), 1);
+  EXPECT_EQ(r->schema_version(), 2);
   int aside = 0;
   for (const auto& e : fs::directory_iterator(dir_))
     if (e.path().filename().string().rfind("registry.db.corrupt-", 0) == 0) {
@@ -104,6 +104,26 @@ TEST_F(registry_test, a_corrupt_file_is_moved_aside_and_a_new_one_started) {
   EXPECT_EQ(aside, 1);
   r->put(kind::sandbox, "s1", "", "alice", "{}");
   EXPECT_EQ(r->live(kind::sandbox).size(), 1u);
+}
+
+TEST_F(registry_test, execution_records_are_written_in_the_background_and_read_back) {
+  {
+    auto r = registry::open(path_);
+    const std::string big(3 * 1024 * 1024, 'x');
+    r->put_execution("k1", "m1", R"({"status":"ok"})");
+    r->put_execution("k1", "m2", big);
+    r->put_execution("k2", "m1", R"({"status":"error"})");
+    r->flush();
+    EXPECT_EQ(r->execution("k1", "m1"), R"({"status":"ok"})");
+    EXPECT_EQ(r->execution("k1", "m2"), big);
+    EXPECT_EQ(r->execution("k2", "m1"), R"({"status":"error"})");  // same msg_id, other kernel
+    EXPECT_EQ(r->execution("k2", "m2"), std::nullopt);
+    r->put_execution("k1", "m3", R"({"status":"aborted"})");
+  }  // a registry that stops writes what it queued
+  auto r = registry::open(path_);
+  EXPECT_EQ(r->execution("k1", "m3"), R"({"status":"aborted"})");
+  r->purge_ended(std::time(nullptr) + 1);
+  EXPECT_EQ(r->execution("k1", "m1"), std::nullopt);
 }
 
 TEST_F(registry_test, a_newer_schema_is_not_touched_but_set_aside) {
