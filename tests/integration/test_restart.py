@@ -5,6 +5,7 @@ variables, files, TTLs and metadata. What ended while no gateway ran answers
 sandboxes it described. Needs root (as CI runs)."""
 
 import os
+import socket
 import sqlite3
 import time
 import unittest
@@ -108,6 +109,32 @@ class GatewayRestart(unittest.TestCase):
         self.assertEqual(gw2.request("DELETE", f"api/kernels/{kg}").status, 204)
         wait_until(lambda: not any(alive(p) for p in supervisors), 20,
                    lambda: f"the deleted sandboxes to end: {[p for p in supervisors if alive(p)]}; {gw2.log_tail(10)}")
+
+    def test_an_upload_cut_by_a_crash_is_never_reported_complete(self):
+        gw = self.start()
+        sid = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
+        self.ok(gw.request("GET", f"api/sandboxes/{sid}/files/"))  # the sandbox is ready
+        sock = socket.create_connection((gw.host, gw.port))
+        self.addCleanup(sock.close)
+        sock.sendall((f"PUT {gw.base_path}api/sandboxes/{sid}/files/big.bin HTTP/1.1\r\n"
+                      f"Host: {gw.host}\r\nAuthorization: token {gw.token}\r\n"
+                      f"Content-Length: {8 * 1024 * 1024}\r\n\r\n").encode() + b"x" * (1024 * 1024))
+        # The gateway has the first MiB when the upload's temporary file holds it.
+        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
+                    if os.path.isdir(f"/proc/{p}/root/workspace"))  # the supervisor, pid 1 inside
+
+        def partial():
+            try:
+                return any(n.startswith(".sandgate-upload-") and os.path.getsize(os.path.join(root, n)) > 0
+                           for n in os.listdir(root))
+            except OSError:
+                return False
+        wait_until(partial, 20, "the upload to be under way")
+        gw.crash()
+        gw2 = self.restart(gw)
+        self.assertEqual(gw2.request("GET", f"api/sandboxes/{sid}/files/big.bin").status, 404)
+        names = [e["name"] for e in self.ok(gw2.request("GET", f"api/sandboxes/{sid}/files/"))]
+        self.assertNotIn("big.bin", names)
 
     def test_sigterm_leaves_sandboxed_kernels_running_by_default(self):
         gw = self.start()
