@@ -50,7 +50,7 @@ void supervisor::handle(const json& message) {
       result.ok = true;
     } else if (op == "shutdown") {
       result.ok = true;
-      connection_->send(json(result));
+      if (connection_) connection_->send(json(result));
       finish(0);
       return;
     } else {
@@ -60,8 +60,9 @@ void supervisor::handle(const json& message) {
     result.ok = false;
     result.error = e.what();
   }
-  connection_->send(json(result));
-  if (connection_->broken()) drop_connection();
+  // A broken connection is dropped once every request already read is
+  // carried out (a gateway may send "shutdown" and close at once).
+  if (connection_) connection_->send(json(result));
 }
 
 control::reply supervisor::do_spawn(const json& message) {

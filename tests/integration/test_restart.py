@@ -153,17 +153,23 @@ class GatewayRestart(unittest.TestCase):
 
     def test_what_ended_while_no_gateway_ran_answers_404_with_its_reason(self):
         gw = self.start()
-        short = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 2}, timeout=60), 201)["id"]
-        self.ok(gw.request("POST", "api/kernels", {"name": "python", "sandbox_id": short}, timeout=120), 201)
+        short = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python", "sandbox_id": short}, timeout=120),
+                      201)["id"]
         long = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
         deleted = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]
         self.assertEqual(gw.request("DELETE", f"api/sandboxes/{deleted}").status, 204)
+        self.ok(gw.request("PATCH", f"api/sandboxes/{short}", {"ttl_s": 2}))
+        supervisors = [p for p in gw.kernel_pids() if short.encode() in open(f"/proc/{p}/cmdline", "rb").read()]
+        self.assertTrue(supervisors)
         gw.crash()
-        time.sleep(3.5)  # the short sandbox's supervisor ends it on time, with no gateway
+        # The short sandbox's supervisor ends it on time, with no gateway.
+        wait_until(lambda: not any(alive(p) for p in supervisors), 30, "the short sandbox to expire")
         gw2 = self.restart(gw)
         wait_until(lambda: gw2.request("GET", f"api/sandboxes/{short}").status == 404, 15,
                    "the expired sandbox to be seen as ended")
         self.assertEqual(gw2.request("GET", f"api/sandboxes/{short}").json()["reason"], "expired")
+        self.assertEqual(gw2.request("GET", f"api/kernels/{kid}").json()["reason"], "expired")
         self.assertEqual(gw2.request("GET", f"api/sandboxes/{deleted}").json()["reason"], "deleted")
         self.ok(gw2.request("GET", f"api/sandboxes/{long}"))
         self.assertEqual([s["id"] for s in self.ok(gw2.request("GET", "api/sandboxes"))], [long])

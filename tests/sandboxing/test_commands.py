@@ -19,7 +19,7 @@ def poll_until(predicate, timeout, what):
     deadline = time.time() + timeout
     while not predicate():
         if time.time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
+            raise AssertionError(f"not within {timeout} s: {what() if callable(what) else what}")
         time.sleep(0.02)
 
 
@@ -281,7 +281,8 @@ class memory_tests(unittest.TestCase):
             c = command(s.client, "burst", ["/usr/bin/python3", "-c", code], output_limit=16 << 20).wait()
             self.assertEqual(len(c.stdout), 8 << 20)
             poll_until(lambda: vm_rss_kib(outer) < limit and vm_rss_kib(sup) < limit, 10,
-                       "outer and supervisor below 1 MiB once quiet")
+                       lambda: f"outer ({vm_rss_kib(outer)} KiB) and supervisor ({vm_rss_kib(sup)} KiB) "
+                               "below 1 MiB once quiet")
             # and they still work from there
             self.assertTrue(s.client.request("ping")["ok"])
             c = command(s.client, "after", ["/bin/echo", "still"]).wait()

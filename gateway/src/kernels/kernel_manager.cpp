@@ -216,9 +216,13 @@ void kernel_manager::restore() {
   for (const auto& row : registry_.live(registry::kind::kernel)) {
     auto it = boxes.find(row.parent);
     nlohmann::json record = nlohmann::json::parse(row.record, nullptr, false);
-    if (it == boxes.end() || !record.is_object() || !record.value("key", nlohmann::json()).is_string()) {
-      log::warn("kernel_lost", {{"kernel_id", row.id}, {"why", "its sandbox could not be taken back"}});
-      forget(row.id, "lost");
+    if (it == boxes.end() || !sandboxes_.find(row.parent) || !record.is_object() ||
+        !record.value("key", nlohmann::json()).is_string()) {
+      // Its sandbox ended while no gateway ran (the kernel shares its
+      // reason), or could not be taken back.
+      const std::string reason = sandboxes_.gone(row.parent).value_or("lost");
+      log::warn("kernel_lost", {{"kernel_id", row.id}, {"why", "its sandbox is gone (" + reason + ")"}});
+      forget(row.id, reason);
       continue;
     }
     const auto& box = it->second;

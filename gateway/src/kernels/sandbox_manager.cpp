@@ -464,6 +464,7 @@ std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::list() const {
 }
 
 void sandbox_manager::remember_gone(const std::string& id, const std::string& reason) {
+  if (gone_.count(id)) return;  // the first reason stands (a sandbox's end, before its kernels' losses)
   gone_[id] = {reason, std::chrono::steady_clock::now()};
   gone_order_.push_back(id);
   while (gone_order_.size() > max_gone_ids) {

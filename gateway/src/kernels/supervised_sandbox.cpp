@@ -190,7 +190,7 @@ void supervised_sandbox::send(json frame, std::function<void(const ctl::reply&)>
 
 void supervised_sandbox::do_write() {
   // The handler holds the sandbox: a destroyed one still sends what it
-  // queued (its last frame is the shutdown), then closes.
+  // queued (its last frame is the shutdown).
   boost::asio::async_write(socket_, boost::asio::buffer(write_queue_.front()),
                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
                              if (ec) {
@@ -199,12 +199,7 @@ void supervised_sandbox::do_write() {
                                return;
                              }
                              self->write_queue_.pop_front();
-                             if (!self->write_queue_.empty()) return self->do_write();
-                             if (self->destroyed_) {
-                               boost::system::error_code ignored;
-                               self->timer_.cancel();
-                               self->socket_.close(ignored);
-                             }
+                             if (!self->write_queue_.empty()) self->do_write();
                            });
 }
 
@@ -322,12 +317,12 @@ void supervised_sandbox::fail_all(const std::string& why) {
   ready_ = false;
   lost_ = true;
   before_ready_.clear();
-  settle_adoptions();
   // A supervisor that is not this process's child is seen to end only here:
-  // who owns the sandbox hears first, so that its processes' exits are taken
-  // as an end, not as crashes to restart from.
+  // who owns the sandbox hears first, so that its processes' exits (and
+  // failed adoptions) are taken as its end, not as crashes or losses.
   if (attached_)
     if (auto handler = std::move(on_end_); handler) handler(why);
+  settle_adoptions();
   if (destroyed_) return;
   auto replies = std::move(replies_);
   replies_.clear();
@@ -372,7 +367,8 @@ void supervised_sandbox::destroy() {
   if (auto self = weak_from_this().lock(); self && tell) {
     // The supervisor kills everything, removes its cgroup and exits (the
     // only way to end one an earlier gateway started). Queued after what is
-    // being written, never interleaved with it; given up after 5 s.
+    // being written, never interleaved with it; the socket stays open for
+    // the supervisor to read it all, and is closed after 5 s.
     write_queue_.push_back(ctl::encode_frame({{"op", "shutdown"}, {"req", next_req_++}}));
     if (write_queue_.size() == 1) do_write();
     timer_.expires_after(std::chrono::seconds(5));
