@@ -335,7 +335,13 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
   if (it->second.internal) {
     if (m.msg_type() == "kernel_info_reply" && start_done_) {
       probe_answered_ = true;
-      if (iopub_seen_) on_started({});
+      if (iopub_seen_) return on_started({});
+      // The kernel answers but our subscription missed its status (it was
+      // still being set up, as on a re-attach): probe again soon.
+      probe_timer_.expires_after(std::chrono::milliseconds(50));
+      probe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->send_probe();
+      });
     }
   } else if (auto client = it->second.client.lock()) {
     client->deliver(out);
