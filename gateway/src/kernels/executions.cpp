@@ -57,9 +57,9 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     if (content.is_object()) {
       if (content.contains("execution_count") && content["execution_count"].is_number_integer())
         r.execution_count = content["execution_count"].get<long long>();
-      const std::string status = content.value("status", "error");
-      if (r.status == "running") r.status = status;
-      if (status == "error" && !r.error)
+      const std::string reply_status = content.value("status", "error");
+      if (r.status == "running") r.status = reply_status;
+      if (reply_status == "error" && !r.error)
         r.error = json{{"ename", content.value("ename", "")},
                        {"evalue", content.value("evalue", "")},
                        {"traceback", content.value("traceback", json::array())}};

@@ -431,11 +431,11 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
 void sandbox_manager::watch_end(const std::shared_ptr<sandbox_entry>& s) {
   std::weak_ptr<sandbox_entry> weak = s;
   s->box->on_end([this, weak](const std::string& why) {
-    auto s = weak.lock();
-    if (!s) return;
-    const bool expired = unix_now() + 2 >= s->expires_at;
-    log::info("sandbox_ended", {{"sandbox_id", s->id}, {"why", expired ? "ttl expired" : why}});
-    end(s->id, expired ? "expired" : "ended");
+    auto ended = weak.lock();
+    if (!ended) return;
+    const bool expired = unix_now() + 2 >= ended->expires_at;
+    log::info("sandbox_ended", {{"sandbox_id", ended->id}, {"why", expired ? "ttl expired" : why}});
+    end(ended->id, expired ? "expired" : "ended");
   });
 }
 

@@ -129,7 +129,7 @@ TEST(auth, tokens_file_maps_token_digests_to_principals) {
 
 TEST(auth, bad_tokens_files_are_refused_with_a_reason) {
   const std::string good_sha(64, 'a');
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("not json"), std::string(R"({"principals": {}})"),
         std::string(R"({"principals": [{"token_sha256": ")") + good_sha + R"("}]})",
         std::string(R"({"principals": [{"name": "x", "token_sha256": "abc"}]})"),
