@@ -1,5 +1,9 @@
 #include "python_interpreter.hpp"
 
+#include <pthread.h>
+
+#include <semaphore.h>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <system_error>
@@ -25,6 +29,34 @@ void clear_tripped_signal() {
   }
 }
 
+// What the SIGINT handler and its watchdog thread read: process-wide, never
+// destroyed, lock-free atomics only.
+struct cell_state {
+  pthread_t thread{};                         // the thread that runs cells
+  std::atomic<bool> busy{false};              // a cell is running
+  std::atomic<unsigned> serial{0};            // bumps when a cell starts
+  std::atomic<unsigned> acted{0};             // KeyboardInterrupts raised by Python's SIGINT handler
+  std::atomic<unsigned> acted_at_signal{0};   // `acted` when the last SIGINT landed
+  std::atomic<unsigned> serial_at_signal{0};  // `serial` when the last SIGINT landed
+  struct sigaction python_action {};          // CPython's C-level SIGINT handler
+  sem_t wakeup{};                             // posted by the handler for the watchdog
+};
+
+cell_state cells;
+
+void on_sigint(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  cells.acted_at_signal.store(cells.acted.load());
+  cells.serial_at_signal.store(cells.serial.load());
+  if (cells.python_action.sa_flags & SA_SIGINFO) {
+    cells.python_action.sa_sigaction(sig, info, context);
+  } else if (cells.python_action.sa_handler != SIG_DFL && cells.python_action.sa_handler != SIG_IGN) {
+    cells.python_action.sa_handler(sig);
+  }
+  sem_post(&cells.wakeup);
+  errno = saved_errno;
+}
+
 class busy_flag {
  public:
   explicit busy_flag(std::atomic<bool>& flag) : flag_(flag) { flag_.store(true); }
@@ -39,28 +71,51 @@ class busy_flag {
 }  // namespace
 
 python_interpreter::python_interpreter(std::vector<std::string> preload_modules)
-    : preload_modules_(std::move(preload_modules)), cell_thread_(pthread_self()) {}
+    : preload_modules_(std::move(preload_modules)) {
+  cells.thread = pthread_self();
+}
 
 void python_interpreter::interrupt() noexcept {
-  if (!busy_.load()) return;
+  if (!cells.busy.load()) return;
   // Thread-directed: only the cell thread has SIGINT unblocked for the cell.
-  // If the cell ends first, the signal stays pending and is dropped.
-  const auto acted = interrupts_acted_.load();
-  const auto cell = cell_serial_.load();
-  pthread_kill(cell_thread_, SIGINT);
-  // A SIGINT that lands after a C call returned and before the next blocking
-  // call entered its syscall (between print() and time.sleep()) is acted on
-  // only when that call returns. Until the cell's handler has run, the
-  // signal is sent again: one interrupt, one KeyboardInterrupt, promptly.
+  // If the cell ends first, the signal stays pending and is dropped. Once it
+  // lands, the handler below sees it through.
+  pthread_kill(cells.thread, SIGINT);
+}
+
+// A SIGINT that lands after a C call returned and before the next blocking
+// call entered its syscall (between print() and time.sleep()) is acted on by
+// CPython only when that call returns. So every SIGINT that reaches the cell
+// thread, from interrupt() or from outside the process, goes through a C
+// handler that runs CPython's and wakes a watchdog thread, which sends it
+// again every 100 ms until Python's handler has acted on it: one interrupt,
+// one KeyboardInterrupt, promptly.
+void python_interpreter::watch_sigint() {
+  if (sem_init(&cells.wakeup, 0, 0) != 0) return;
+  struct sigaction ours {};
+  ours.sa_sigaction = on_sigint;
+  ours.sa_flags = SA_SIGINFO;
+  sigemptyset(&ours.sa_mask);
+  if (sigaction(SIGINT, &ours, &cells.python_action) != 0) return;
   try {
-    std::thread([this, acted, cell] {
-      for (int attempt = 0; attempt < 100; ++attempt) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (!busy_.load() || cell_serial_.load() != cell || interrupts_acted_.load() != acted) return;
-        pthread_kill(cell_thread_, SIGINT);
+    std::thread([] {
+      for (;;) {
+        while (sem_wait(&cells.wakeup) != 0) {
+        }
+        const auto acted = cells.acted_at_signal.load();
+        const auto serial = cells.serial_at_signal.load();
+        // Until Python has acted on the latest SIGINT (a resend's wake-up
+        // finds that done and ends here).
+        const auto pending = [&] {
+          return cells.busy.load() && cells.serial.load() == serial && cells.acted.load() == acted;
+        };
+        for (int attempt = 0; attempt < 100 && pending(); ++attempt) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          if (pending()) pthread_kill(cells.thread, SIGINT);
+        }
       }
     }).detach();
-  } catch (const std::system_error&) {  // no thread: the first signal stands alone
+  } catch (const std::system_error&) {  // no thread: a SIGINT stands alone, as in CPython
   }
 }
 
@@ -75,23 +130,23 @@ void python_interpreter::configure_impl() {
   scope["setup"](m_ipython_shell, py::cast(preload_modules_));
   // Python's own SIGINT handler, counted: interrupt() knows when a signal
   // has been acted on.
-  auto* self = this;
-  py::module_::import("signal").attr("signal")(SIGINT, py::cpp_function([self](py::object, py::object) {
-                                                 self->interrupts_acted_.fetch_add(1);
+  py::module_::import("signal").attr("signal")(SIGINT, py::cpp_function([](py::object, py::object) {
+                                                 cells.acted.fetch_add(1);
                                                  PyErr_SetNone(PyExc_KeyboardInterrupt);
                                                  throw py::error_already_set();
                                                }));
+  watch_sigint();
 }
 
 nl::json python_interpreter::execute_request_impl(int execution_counter, const std::string& code, bool silent,
                                                   bool store_history, nl::json user_expressions,
                                                   bool allow_stdin) {
   clear_tripped_signal();
-  cell_serial_.fetch_add(1);
+  cells.serial.fetch_add(1);
   nl::json reply;
   {
     const kernels::sigint_window window;
-    const busy_flag busy(busy_);
+    const busy_flag busy(cells.busy);
     reply = xpyt::interpreter::execute_request_impl(execution_counter, code, silent, store_history,
                                                     std::move(user_expressions), allow_stdin);
   }

@@ -1,8 +1,6 @@
 // The xeus-python interpreter with a working interrupt.
 #pragma once
 
-#include <pthread.h>
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -15,12 +13,13 @@ namespace sandgate::python_kernel {
 //    Python's handler turns it into KeyboardInterrupt; an idle SIGINT is
 //    dropped and never leaks into the next cell;
 //  - interrupt() (from interrupt_request on the control thread) does the same
-//    as a SIGINT sent to the process, and sends it again every 100 ms until
+//    as a SIGINT sent to the process; either is sent again every 100 ms until
 //    Python's handler has acted on it (CPython defers a SIGINT that lands
 //    just before a blocking call);
 //  - at configure time, the start-up script runs and the preload modules are
 //    imported.
-// Must be constructed on the thread that will run the shell loop (main).
+// Must be constructed on the thread that will run the shell loop (main), once
+// per process.
 class python_interpreter final : public xpyt::interpreter {
  public:
   explicit python_interpreter(std::vector<std::string> preload_modules);
@@ -34,13 +33,14 @@ class python_interpreter final : public xpyt::interpreter {
                                 bool store_history, nl::json user_expressions, bool allow_stdin) override;
   nl::json kernel_info_request_impl() override;
   void shutdown_request_impl() override;
+  // Routes SIGINT through a handler that resends it until Python acted.
+  void watch_sigint();
 
-  std::vector<std::string> preload_modules_;   // imported during configure
-  std::string python_version_;                 // for kernel_info
-  pthread_t cell_thread_;                      // the thread that runs cells
-  std::atomic<bool> busy_{false};              // a cell is running
-  std::atomic<unsigned> cell_serial_{0};       // bumps when a cell starts
-  std::atomic<unsigned> interrupts_acted_{0};  // KeyboardInterrupts raised by the SIGINT handler
+  std::vector<std::string> preload_modules_;  // imported during configure
+  std::string python_version_;                // for kernel_info
+  // The cell thread, whether a cell runs, and the interrupts acted on are
+  // process-wide (python_interpreter.cpp): the SIGINT handler and its
+  // watchdog thread read them, and may outlive this object at exit.
 };
 
 }  // namespace sandgate::python_kernel
