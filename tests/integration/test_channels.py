@@ -208,6 +208,22 @@ class ChannelsBase:
         self.assertEqual(text, "".join(f"{i} {'y' * 200}\n" for i in range(800)))
         self.assertEqual(reply.content["status"], "ok")
 
+    def test_reply_follows_the_session_to_its_other_connection(self):
+        # Two connections of one session; the one that sent the request
+        # leaves before the reply: the reply goes to the one still open.
+        session = uuid.uuid4().hex
+        a = self.connect(self.kid, v1=self.v1, session_id=session)
+        b = self.connect(self.kid, v1=not self.v1, session_id=session, nudge=False)
+        msg_id = a.send("shell", "execute_request", {
+            "code": "import time\ntime.sleep(0.5)\n'late'", "silent": False, "store_history": True,
+            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        a.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "execute_input", 30, "execute_input")
+        a.close_cleanly()
+        reply, iopub = b.finish(msg_id, timeout=30)
+        self.assertEqual(reply.content["status"], "ok")
+        self.assertEqual(result_text(iopub), "'late'")
+        self.assertEqual([m.msg_type for m in b.received if m.parent_id == msg_id].count("execute_reply"), 1)
+
     def test_replay_of_a_finished_cell(self):
         session = uuid.uuid4().hex
         a = self.connect(self.kid, v1=self.v1, session_id=session)

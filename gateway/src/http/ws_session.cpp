@@ -153,8 +153,14 @@ void ws_session<Stream>::end() {
   if (ended_) return;
   ended_ = true;
   std::vector<std::shared_ptr<outgoing>> unsent;
-  for (auto& q : queue_)
+  // When the gateway closes, the frame being written still goes out before
+  // the close frame: it is sent, not unsent. When the client went away, it
+  // may never have arrived, so it waits for the session's return.
+  const bool in_flight_goes_out = writing_ && closing_;
+  for (auto& q : queue_) {
+    if (in_flight_goes_out && &q == &queue_.front()) continue;
     unsent.push_back(std::move(q.message));
+  }
   queue_.clear();
   queued_bytes_ = 0;
   kernel_->detach(this->shared_from_this(), std::move(unsent));

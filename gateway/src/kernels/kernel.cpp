@@ -343,12 +343,30 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
         if (!ec) self->send_probe();
       });
     }
-  } else if (auto client = it->second.client.lock()) {
+  } else if (auto client = recipient(it->second)) {
     client->deliver(out);
   } else {
     buffer_for(it->second.session_id, out);
   }
   if (is_reply(m.msg_type())) pending_.erase(it);  // its id stays in pending_order_ until evicted
+}
+
+// The attached client a reply goes to: the one that sent the request, else
+// another connection of the same session. A client that has detached (its
+// WebSocket is closing, a last write may still be in flight) gets nothing:
+// its session's replay buffer does.
+std::shared_ptr<kernel_client> kernel::recipient(pending_request& req) const {
+  if (auto client = req.client.lock();
+      client && std::find(clients_.begin(), clients_.end(), client) != clients_.end())
+    return client;
+  if (req.session_id.empty()) return nullptr;
+  for (const auto& c : clients_) {
+    if (c->session_id() == req.session_id) {
+      req.client = c;
+      return c;
+    }
+  }
+  return nullptr;
 }
 
 void kernel::broadcast(const std::shared_ptr<outgoing>& out) {
@@ -385,7 +403,7 @@ void kernel::attach(const std::shared_ptr<kernel_client>& client) {
       replay_.erase(it);
     }
     for (auto& [msg_id, req] : pending_)
-      if (!req.internal && req.session_id == session && req.client.expired()) req.client = client;
+      if (!req.internal && req.session_id == session) recipient(req);
   }
   if (phase_ == phase::running) {  // the nudge clients expect on connect, as jupyter_server does
     auto msg = protocol::make_message("kernel_info_request", "{}", session_);
@@ -536,12 +554,16 @@ void kernel::stop_process(done_handler after_exit) {
   send_to_kernel(channel::control,
                  protocol::make_message("shutdown_request", R"({"restart":false})", session_));
   stop_step_ = 0;
-  auto self = shared_from_this();
-  auto step = std::make_shared<std::function<void(const boost::system::error_code&)>>();
-  // shutdown_request, then SIGTERM, then SIGKILL, each after the grace; an
-  // exit still unheard of a grace after SIGKILL (the process is stuck in the
-  // kernel, or its sandbox lost track of it) does not hold the caller forever.
-  *step = [self, step](const boost::system::error_code& ec) {
+  arm_stop_step();
+}
+
+// shutdown_request, then SIGTERM, then SIGKILL, each after the grace; an exit
+// still unheard of a grace after SIGKILL (the process is stuck in the kernel,
+// or its sandbox lost track of it) does not hold the caller forever. Each step
+// arms the next from the timer's handler, so nothing owns itself.
+void kernel::arm_stop_step() {
+  stop_timer_.expires_after(opts_.limits.shutdown_grace);
+  stop_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || !self->process_running_) return;
     const int stage = self->stop_step_++;
     if (stage == 2) {
@@ -554,11 +576,8 @@ void kernel::stop_process(done_handler after_exit) {
       return;
     }
     self->box_->signal(self->file_name_, stage == 0 ? SIGTERM : SIGKILL);
-    self->stop_timer_.expires_after(self->opts_.limits.shutdown_grace);
-    self->stop_timer_.async_wait(*step);
-  };
-  stop_timer_.expires_after(opts_.limits.shutdown_grace);
-  stop_timer_.async_wait(*step);
+    self->arm_stop_step();
+  });
 }
 
 void kernel::on_process_exit(const exit_status& st) {
@@ -625,7 +644,7 @@ void kernel::answer_lost_executes(const std::string& why) {
                                    protocol::make_reply(request, "execute_reply", reply_content)),
         std::make_shared<outgoing>(channel::iopub, protocol::make_status("idle", session_, &request))};
     for (const auto& out : answers) {
-      if (auto client = req.client.lock())
+      if (auto client = recipient(req))
         client->deliver(out);
       else
         buffer_for(req.session_id, out);

@@ -136,12 +136,14 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void track_execution(const std::string& msg_id, std::string_view state);
   void on_execution_limit(const std::string& msg_id);
   void stop_process(done_handler after_exit);
+  void arm_stop_step();
   void finish_stop(const std::string& why = "kernel shut down");
   // The kernel's files in its sandbox's run dir, all named after its id
   // (a kernel shares the run dir with the other kernels of its sandbox).
   [[nodiscard]] std::vector<std::string> socket_names() const;
   void touch();
   void remember(const std::string& msg_id, pending_request req);
+  std::shared_ptr<kernel_client> recipient(pending_request& req) const;
   zmq_channel* channel_for(protocol::channel ch);
 
   boost::asio::io_context& io_;
