@@ -83,6 +83,7 @@ const std::vector<std::string> all_options = {
     "ws-message-limit-bytes",
     "client-queue-limit-bytes",
     "replay-buffer-limit-bytes",
+    "iopub-journal-bytes",
     "http-idle-timeout-s",
     "kernel-start-timeout-s",
     "kernel-shutdown-grace-s",

@@ -110,6 +110,71 @@ class GatewayRestart(unittest.TestCase):
         wait_until(lambda: not any(alive(p) for p in supervisors), 20,
                    lambda: f"the deleted sandboxes to end: {[p for p in supervisors if alive(p)]}; {gw2.log_tail(10)}")
 
+    def execute_over_websocket(self, gw, kid, code):
+        ws = gw.connect(kid, v1=True)
+        self.addCleanup(ws.close)
+        msg_id = ws.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        return ws, msg_id
+
+    def final_record(self, gw, kid, msg_id, timeout=60):
+        def ended():
+            r = gw.request("GET", f"api/kernels/{kid}/executions/{msg_id}")
+            return r.status == 200 and r.json()["status"] != "running" and r.json()
+        return wait_until(ended, timeout, lambda: f"the record of {msg_id} to end; {gw.log_tail(10)}")
+
+    def test_kill_9_during_a_cell_that_prints_keeps_its_whole_output(self):
+        gw = self.start()
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
+                    if os.path.isdir(f"/proc/{p}/root/workspace"))
+        ws, msg_id = self.execute_over_websocket(
+            gw, kid, "import time, pathlib\nfor i in range(100):\n    print(i, flush=True)\n"
+                     "    pathlib.Path('progress').write_text(str(i))\n    time.sleep(0.1)\n'done'")
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream" and "10\n" in m.content["text"],
+                    60, "the cell to be under way")
+        gw.crash()
+
+        def progress():
+            try:
+                with open(os.path.join(root, "progress")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+        # Output goes on while no gateway listens.
+        start = progress()
+        wait_until(lambda: progress() >= start + 15, 30, "the cell to print while no gateway runs")
+        gw2 = self.restart(gw)
+        rec = self.final_record(gw2, kid, msg_id)
+        self.assertEqual(rec["status"], "ok", rec)
+        self.assertEqual(rec["stdout"], "".join(f"{i}\n" for i in range(100)))
+        self.assertEqual(rec["result"], "'done'")
+        self.assertFalse(rec["truncated"])
+        # And the kernel goes on.
+        self.assertEqual(self.run_code(gw2, kid, "i")["result"], "99")
+
+    def test_a_cell_that_ends_while_no_gateway_runs_is_recorded_from_the_journal(self):
+        gw = self.start()
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
+                    if os.path.isdir(f"/proc/{p}/root/workspace"))
+        ws, msg_id = self.execute_over_websocket(
+            gw, kid, "import time, pathlib\nprint('before', flush=True)\ntime.sleep(1)\n"
+                     "print('after', flush=True)\npathlib.Path('cell-ended').touch()\n"
+                     "raise ValueError('at the end')")
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        gw.crash()
+        wait_until(lambda: os.path.exists(os.path.join(root, "cell-ended")), 30, "the cell to end")
+        gw2 = self.restart(gw)
+        rec = self.final_record(gw2, kid, msg_id)
+        self.assertEqual(rec["status"], "error", rec)
+        self.assertEqual(rec["stdout"], "before\nafter\n")
+        self.assertEqual(rec["error"]["ename"], "ValueError")
+        self.assertEqual(rec["error"]["evalue"], "at the end")
+        self.assertFalse(rec["truncated"])
+        self.assertEqual(self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"], "idle")
+
     def test_an_upload_cut_by_a_crash_is_never_reported_complete(self):
         gw = self.start()
         sid = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]

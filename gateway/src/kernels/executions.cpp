@@ -23,6 +23,13 @@ json execution_record::to_json() const {
       {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(end - started_steady).count()}};
 }
 
+json execution_record::to_stored_json() const {
+  json j = to_json();
+  j["started_us"] = std::chrono::duration_cast<std::chrono::microseconds>(started.time_since_epoch()).count();
+  j["timeout_ms"] = timeout ? json(timeout->count()) : json(nullptr);
+  return j;
+}
+
 std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id) {
   if (msg_id.empty()) return nullptr;
   auto r = std::make_shared<execution_record>();
@@ -30,6 +37,30 @@ std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id
   if (!records_.emplace(msg_id, r).second) return records_[msg_id];
   order_.push_back(msg_id);
   evict();
+  if (on_start_) on_start_(*r);
+  return r;
+}
+
+std::shared_ptr<execution_record> execution_log::restore(const json& stored) {
+  if (!stored.is_object() || !stored.contains("msg_id") || !stored["msg_id"].is_string() ||
+      !stored.contains("started_us") || !stored["started_us"].is_number_integer())
+    return nullptr;
+  const auto msg_id = stored["msg_id"].get<std::string>();
+  if (msg_id.empty() || records_.count(msg_id)) return nullptr;
+  auto r = std::make_shared<execution_record>();
+  r->msg_id = msg_id;
+  r->reply_lost = true;
+  r->started = std::chrono::system_clock::time_point(
+      std::chrono::microseconds(stored["started_us"].get<std::int64_t>()));
+  // The steady clock restarts with the process: carry over the time gone by.
+  const auto elapsed =
+      std::max(std::chrono::system_clock::duration::zero(), std::chrono::system_clock::now() - r->started);
+  r->started_steady = std::chrono::steady_clock::now() -
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed);
+  if (stored.contains("timeout_ms") && stored["timeout_ms"].is_number_integer())
+    r->timeout = std::chrono::milliseconds(stored["timeout_ms"].get<std::int64_t>());
+  records_.emplace(msg_id, r);
+  order_.push_back(msg_id);
   return r;
 }
 
@@ -128,8 +159,9 @@ void execution_log::finish(execution_record& r, const std::string& status) {
 }
 
 void execution_log::maybe_finish(execution_record& r) {
-  if (!r.replied || !r.idle) return;
+  if (!r.idle || !(r.replied || r.reply_lost)) return;
   std::string status = r.status;
+  if (status == "running") status = r.error ? "error" : "ok";  // no reply to say so
   if (r.timed_out) status = "timeout";
   finish(r, status);
 }

@@ -35,6 +35,10 @@ struct execution_record {
   bool truncated = false;  // output past the record's limits was dropped
   bool replied = false;
   bool idle = false;
+  // Taken up after a gateway restart: the kernel's execute_reply went to the
+  // gateway that sent the request, so the idle status ends the record and
+  // the status comes from iopub (an error message or not).
+  bool reply_lost = false;
   std::optional<std::chrono::milliseconds> timeout;  // from when the kernel starts on it
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::chrono::steady_clock::time_point started_steady = std::chrono::steady_clock::now();
@@ -43,6 +47,9 @@ struct execution_record {
 
   [[nodiscard]] bool done() const noexcept { return finished.has_value(); }
   [[nodiscard]] nlohmann::json to_json() const;
+  // What a restarted gateway needs to take up a running record: to_json()
+  // plus the exact start time and the timeout.
+  [[nodiscard]] nlohmann::json to_stored_json() const;
 };
 
 struct execution_limits {
@@ -62,8 +69,14 @@ class execution_log {
   // Told of every record as it ends (to keep it beyond this log's bounds).
   void on_finish(waiter listener) { on_finish_ = std::move(listener); }
 
+  // Told of every record as it begins.
+  void on_start(waiter listener) { on_start_ = std::move(listener); }
+
   // An execute_request sent to the kernel.
   std::shared_ptr<execution_record> begin(const std::string& msg_id);
+  // A running record a previous gateway stored (to_stored_json), taken up
+  // with its output so far empty; null if the text is not such a record.
+  std::shared_ptr<execution_record> restore(const nlohmann::json& stored);
   // A message from the kernel; true when its parent is a tracked execute.
   // `status`: the execution_state of an iopub status message (else empty),
   // read once by the caller.
@@ -86,6 +99,7 @@ class execution_log {
   std::unordered_map<std::string, std::vector<waiter>> waiters_;
   std::size_t total_bytes_ = 0;
   waiter on_finish_;
+  waiter on_start_;
 };
 
 }  // namespace sandgate::gateway

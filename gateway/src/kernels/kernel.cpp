@@ -5,6 +5,7 @@
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>
 #include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/journal.hpp>
 #include <jupyter_protocol/wire.hpp>
 
 #include <boost/asio/post.hpp>
@@ -169,6 +170,10 @@ void kernel::launch(done_handler done) {
     req.env[k] = v;
   for (const auto& [k, v] : opts_.env)
     req.env[k] = v;
+  if (opts_.limits.journal_bytes > 0) {
+    req.env[protocol::journal_path_env] = (box_->run_dir_inside() / (file_name_ + ".journal")).string();
+    req.env[protocol::journal_bytes_env] = std::to_string(opts_.limits.journal_bytes);
+  }
   req.cwd = box_->workspace_inside();
 
   const unsigned gen = ++generation_;
@@ -256,6 +261,7 @@ void kernel::on_started(const std::string& error) {
   if (error.empty()) {
     phase_ = phase::running;
     state_ = "idle";
+    if (!taken_up_.empty()) replay_journal();
     auto held = std::move(held_);
     held_.clear();
     for (auto& h : held)
@@ -312,7 +318,7 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
       status = content["execution_state"].get<std::string>();
     if (!status.empty() && phase_ == phase::running) state_ = status;
   }
-  if (executions_.on_message(ch, msg, status) && !status.empty()) track_execution(msg.parent.msg_id, status);
+  if (taken_up_.empty() || !record_taken_up(msg, status)) record(ch, msg, status);
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
   if (ch == channel::iopub && start_done_) {
     // Ready needs iopub too: until the subscription carries messages, output would be lost.
@@ -323,6 +329,10 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     broadcast(out);
   else
     route_reply(out);
+}
+
+void kernel::record(channel ch, const protocol::message& msg, std::string_view status) {
+  if (executions_.on_message(ch, msg, status) && !status.empty()) track_execution(msg.parent.msg_id, status);
 }
 
 void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
@@ -498,7 +508,11 @@ void kernel::track_execution(const std::string& id, std::string_view state) {
     running_execute_ = id;
     execution_timer_.cancel();
     if (!limit) return;
-    execution_timer_.expires_after(*limit);
+    if (record->reply_lost)  // taken up after a restart: the limit counts from its start
+      execution_timer_.expires_at(
+          std::max(std::chrono::steady_clock::now(), record->started_steady + *limit));
+    else
+      execution_timer_.expires_after(*limit);
     execution_timer_.async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
       if (auto self = weak.lock(); self && !ec) self->on_execution_limit(id);
     });
@@ -604,6 +618,7 @@ void kernel::on_process_exit(const exit_status& st) {
   broadcast(std::make_shared<outgoing>(channel::iopub, std::move(msg)));
   answer_lost_executes("the kernel died (" + st.describe() + ") and is being restarted");
   executions_.end_all("the kernel died (" + st.describe() + ")", true);
+  taken_up_.clear();
   running_execute_.clear();
   execution_timer_.cancel();
   if (auto_restarts_++ >= opts_.limits.max_restarts) {
@@ -661,6 +676,7 @@ void kernel::restart(done_handler done) {
   phase_ = phase::restarting;
   send_status("restarting");
   executions_.end_all("the kernel was restarted", true);
+  taken_up_.clear();
   running_execute_.clear();
   execution_timer_.cancel();
   auto self = shared_from_this();
@@ -697,6 +713,7 @@ void kernel::finish_stop(const std::string& why) {
   stop_timer_.cancel();
   execution_timer_.cancel();
   executions_.end_all("the kernel was shut down (" + why + ")", false);
+  taken_up_.clear();
   auto clients = std::move(clients_);
   clients_.clear();
   for (const auto& c : clients)
@@ -713,7 +730,8 @@ void kernel::finish_stop(const std::string& why) {
   } else {
     box_->kill_tree(file_name_);  // what the kernel left running, daemons included
     socket_pins::clear(box_->run_dir_host(), socket_names());
-    ::unlinkat(AT_FDCWD, (box_->run_dir_host() / (file_name_ + ".json")).c_str(), 0);
+    for (const char* suffix : {".json", ".journal.0", ".journal.1"})
+      ::unlinkat(AT_FDCWD, (box_->run_dir_host() / (file_name_ + suffix)).c_str(), 0);
   }
   log::info("kernel_ended", {{"kernel_id", id()}});
 }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace sandgate::gateway {
@@ -34,8 +35,9 @@ struct kernel_limits {
   unsigned max_restarts = 5;
   std::size_t max_pending_requests = 10000;
   std::size_t max_replay_sessions = 64;
-  std::chrono::seconds max_execution{0};    // of one execute, from any client; 0: none
-  std::chrono::seconds interrupt_grace{5};  // after an interrupt at the limit, before a restart
+  std::chrono::seconds max_execution{0};        // of one execute, from any client; 0: none
+  std::chrono::seconds interrupt_grace{5};      // after an interrupt at the limit, before a restart
+  std::size_t journal_bytes = 8 * 1024 * 1024;  // the kernel's iopub journal; 0: none
 };
 
 struct kernel_options {
@@ -83,6 +85,13 @@ class kernel : public std::enable_shared_from_this<kernel> {
   }
   // Told of every execution record as it ends.
   void on_execution_finished(execution_log::waiter listener) { executions_.on_finish(std::move(listener)); }
+  // Told of every execution record as it begins.
+  void on_execution_started(execution_log::waiter listener) { executions_.on_start(std::move(listener)); }
+  // Before reattach(): the executions an earlier gateway left running
+  // (execution_record::to_stored_json texts). Once the kernel answers, each
+  // is rebuilt from the kernel's iopub journal, which holds what was
+  // published while no gateway listened, and goes on with live output.
+  void take_up_executions(const std::vector<std::string>& stored);
 
   void attach(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the
@@ -126,6 +135,11 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void wait_for_sockets();
   void send_probe();
   void on_kernel_message(protocol::channel ch, std::vector<std::string>&& frames);
+  // Feeds an iopub message to the execution log; false if it is not about a
+  // taken-up execution or was already counted (kernel_takeover.cpp).
+  bool record_taken_up(const protocol::message& msg, std::string_view status);
+  void replay_journal();
+  void record(protocol::channel ch, const protocol::message& msg, std::string_view status);
   void route_reply(const std::shared_ptr<outgoing>& out);
   void broadcast(const std::shared_ptr<outgoing>& out);
   void buffer_for(const std::string& session_id, const std::shared_ptr<outgoing>& out);
@@ -186,6 +200,14 @@ class kernel : public std::enable_shared_from_this<kernel> {
   boost::asio::steady_timer probe_timer_;
   boost::asio::steady_timer stop_timer_;
   execution_log executions_;
+  // Executions an earlier gateway left running: live iopub held until the
+  // journal is read, then the ids of messages already counted.
+  struct taken_up_execution {
+    std::vector<protocol::message> held;
+    std::unordered_set<std::string> counted;
+    bool journal_read = false;
+  };
+  std::unordered_map<std::string, taken_up_execution> taken_up_;
   std::string running_execute_;                    // the execute the kernel is busy with, if tracked
   std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
   boost::asio::steady_timer execution_timer_;

@@ -81,6 +81,28 @@ void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box)
     registry_.put_execution(id, r.msg_id,
                             r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
+  // Marked running until it ends, for a gateway that restarts meanwhile.
+  k->on_execution_started([this, id = k->id()](const execution_record& r) {
+    registry_.put_execution(id, r.msg_id, r.to_stored_json().dump(), true);
+  });
+}
+
+// The executions a kernel that did not come back was running: they end as
+// errors that say so.
+void kernel_manager::end_running_executions(const std::string& kernel_id, const std::string& reason) {
+  try {
+    for (const auto& text : registry_.running_executions(kernel_id)) {
+      auto record = nlohmann::json::parse(text, nullptr, false);
+      if (!record.is_object() || !record.contains("msg_id") || !record["msg_id"].is_string()) continue;
+      const std::string why = "the kernel was " + reason + " while the gateway restarted";
+      record["status"] = "error";
+      record["error"] = {{"ename", "KernelLost"}, {"evalue", why}, {"traceback", {"KernelLost: " + why}}};
+      record["truncated"] = true;
+      registry_.put_execution(kernel_id, record["msg_id"].get<std::string>(), record.dump());
+    }
+  } catch (const std::exception& e) {
+    log::error("registry_read_failed", {{"error", e.what()}});
+  }
 }
 
 std::optional<std::string> kernel_manager::stored_execution(const std::string& kernel_id,
@@ -206,6 +228,7 @@ kernel_options kernel_manager::options_for(const std::string& id, const std::str
   opts.limits.replay_buffer_bytes = cfg_.replay_buffer_limit_bytes;
   opts.limits.max_restarts = cfg_.max_kernel_restarts;
   opts.limits.max_execution = std::chrono::seconds(box.max_execution_s);
+  opts.limits.journal_bytes = cfg_.iopub_journal_bytes;
   return opts;
 }
 
@@ -222,6 +245,7 @@ void kernel_manager::restore() {
       // reason), or could not be taken back.
       const std::string reason = sandboxes_.gone(row.parent).value_or("lost");
       log::warn("kernel_lost", {{"kernel_id", row.id}, {"why", "its sandbox is gone (" + reason + ")"}});
+      end_running_executions(row.id, reason);
       forget(row.id, reason);
       continue;
     }
@@ -236,6 +260,11 @@ void kernel_manager::restore() {
     opts.key = record["key"].get<std::string>();
     auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
     adopt(k, *box);
+    try {
+      k->take_up_executions(registry_.running_executions(row.id));
+    } catch (const std::exception& e) {
+      log::error("registry_read_failed", {{"error", e.what()}});
+    }
     log::info("kernel_reattaching", {{"kernel_id", k->id()}, {"sandbox_id", box->id}});
     k->reattach([this, k](const std::string& error) {
       if (error.empty()) return;

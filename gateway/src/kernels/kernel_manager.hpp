@@ -73,6 +73,7 @@ class kernel_manager {
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
   // Its id answers 404 with `reason` from now on, here and after a restart.
   void forget(const std::string& kernel_id, const std::string& reason);
+  void end_running_executions(const std::string& kernel_id, const std::string& reason);
   // Registers a new or re-attached kernel and keeps its ended executions.
   void adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box);
   void watch_children();

@@ -28,7 +28,9 @@ struct supervisor_options {
   std::filesystem::path control_path;
   std::filesystem::path log_path;  // the supervisor's stderr
   unsigned host_id_slot = 0;
-  std::size_t run_dir_bytes = 16 * 1024 * 1024;  // tmpfs for connection file, sockets, logs
+  // tmpfs for connection files, sockets and the kernels' iopub journals; its
+  // pages count against the sandbox's memory limit (the writer's cgroup)
+  std::size_t run_dir_bytes = 256 * 1024 * 1024;
   std::chrono::seconds ready_timeout{30};
 };
 

@@ -44,6 +44,10 @@ constexpr const char* migrations[] = {
     );
     CREATE INDEX executions_by_age ON executions (finished_at);
     )sql",
+    R"sql(
+    ALTER TABLE executions ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX executions_running ON executions (kernel_id) WHERE running = 1;
+    )sql",
 };
 
 class statement {
@@ -164,10 +168,11 @@ void registry::start_writer(const fs::path& path) {
   writer_ = std::thread([this] { write_executions(); });
 }
 
-void registry::put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record) {
+void registry::put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record,
+                             bool running) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back({kernel_id, msg_id, std::move(record)});
+    queue_.push_back({kernel_id, msg_id, std::move(record), running});
   }
   wake_.notify_one();
 }
@@ -189,10 +194,14 @@ void registry::write_executions() {
     try {  // one transaction per batch: one WAL append for many records
       sqlite3_exec(writer_db_, "BEGIN", nullptr, nullptr, nullptr);
       statement st(writer_db_,
-                   "INSERT OR REPLACE INTO executions (kernel_id, msg_id, record, finished_at) "
-                   "VALUES (?1, ?2, ?3, ?4)");
+                   "INSERT OR REPLACE INTO executions (kernel_id, msg_id, record, finished_at, running) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5)");
       for (const auto& e : batch) {
-        st.bind(1, e.kernel_id).bind(2, e.msg_id).bind(3, e.record).bind(4, unix_now());
+        st.bind(1, e.kernel_id)
+            .bind(2, e.msg_id)
+            .bind(3, e.record)
+            .bind(4, unix_now())
+            .bind(5, std::int64_t{e.running ? 1 : 0});
         st.step();
         st.reset();
       }
@@ -214,6 +223,16 @@ std::optional<std::string> registry::execution(const std::string& kernel_id,
   st.bind(1, kernel_id).bind(2, msg_id);
   if (st.step()) return st.text(0);
   return std::nullopt;
+}
+
+std::vector<std::string> registry::running_executions(const std::string& kernel_id) const {
+  statement st(db_,
+               "SELECT record FROM executions WHERE kernel_id = ?1 AND running = 1 ORDER BY finished_at");
+  st.bind(1, kernel_id);
+  std::vector<std::string> records;
+  while (st.step())
+    records.push_back(st.text(0));
+  return records;
 }
 
 void registry::exec(const char* sql) const {

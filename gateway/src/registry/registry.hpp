@@ -63,9 +63,14 @@ class registry {
   // thread of the registry's own (a record may hold megabytes of output),
   // in batches; a record queued but not yet written when the process is
   // killed is lost, a stopped registry writes all it queued first.
-  void put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record);
+  // A record put with `running` marks an execution the kernel is still on,
+  // for a gateway that restarts meanwhile to take it up; its end replaces it.
+  void put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record,
+                     bool running = false);
   [[nodiscard]] std::optional<std::string> execution(const std::string& kernel_id,
                                                      const std::string& msg_id) const;
+  // The records of a kernel's executions that were running when last written, oldest first.
+  [[nodiscard]] std::vector<std::string> running_executions(const std::string& kernel_id) const;
   // Waits until every queued execution record is written.
   void flush();
 
@@ -77,6 +82,7 @@ class registry {
  private:
   struct pending_execution {
     std::string kernel_id, msg_id, record;
+    bool running = false;
   };
 
   explicit registry(sqlite3* db) : db_(db) {}

@@ -96,6 +96,10 @@ const std::vector<option>& options() {
        SG_NUM(client_queue_limit_bytes)},
       {"replay-buffer-limit-bytes", "N", "output kept for a disconnected session_id (default 32 MiB)",
        SG_NUM(replay_buffer_limit_bytes)},
+      {"iopub-journal-bytes", "N",
+       "what each kernel keeps of its output for a restarted gateway, in its sandbox (default 8 MiB; 0: "
+       "none)",
+       SG_NUM(iopub_journal_bytes)},
       {"http-idle-timeout-s", "S", "idle HTTP connection timeout (default 300)", SG_NUM(http_idle_timeout_s)},
       {"kernel-start-timeout-s", "S", "time a kernel has to answer kernel_info (default 60)",
        SG_NUM(kernel_start_timeout_s)},

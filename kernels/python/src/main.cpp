@@ -18,6 +18,7 @@
 #include "python_interpreter.hpp"
 #include "sandgate_kernels/command_line.hpp"
 #include "sandgate_kernels/interrupting_server.hpp"
+#include "sandgate_kernels/iopub_journal.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/standard_fds.hpp"
 
@@ -25,6 +26,8 @@ namespace {
 
 int run(const sandgate::kernels::kernel_options& options, const char* const* argv) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
+  // What this kernel publishes, kept for a gateway that restarts (if asked for).
+  const auto journal = sandgate::kernels::iopub_journal::from_environment(config);
 
   // CPython first: the interpreter and the kernel below use it and must be
   // destroyed before it (reverse declaration order).

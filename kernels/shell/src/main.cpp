@@ -19,6 +19,7 @@
 
 #include "sandgate_kernels/command_line.hpp"
 #include "sandgate_kernels/interrupting_server.hpp"
+#include "sandgate_kernels/iopub_journal.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/standard_fds.hpp"
 #include "shell_interpreter.hpp"
@@ -56,6 +57,8 @@ class sigint_forwarder {
 
 int run(const sandgate::kernels::kernel_options& options) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
+  // What this kernel publishes, kept for a gateway that restarts (if asked for).
+  const auto journal = sandgate::kernels::iopub_journal::from_environment(config);
 
   auto interpreter = std::make_unique<sandgate::shell_kernel::shell_interpreter>();
   auto& shell = *interpreter;

@@ -94,7 +94,7 @@ TEST_F(registry_test, a_corrupt_file_is_moved_aside_and_a_new_one_started) {
   auto r = registry::open(path_);
   EXPECT_NE(r->notice().find("unusable"), std::string::npos) << r->notice();
   EXPECT_TRUE(r->live(kind::sandbox).empty());
-  EXPECT_EQ(r->schema_version(), 2);
+  EXPECT_EQ(r->schema_version(), 3);
   int aside = 0;
   for (const auto& e : fs::directory_iterator(dir_))
     if (e.path().filename().string().rfind("registry.db.corrupt-", 0) == 0) {
@@ -124,6 +124,23 @@ TEST_F(registry_test, execution_records_are_written_in_the_background_and_read_b
   EXPECT_EQ(r->execution("k1", "m3"), R"({"status":"aborted"})");
   r->purge_ended(std::time(nullptr) + 1);
   EXPECT_EQ(r->execution("k1", "m1"), std::nullopt);
+}
+
+TEST_F(registry_test, a_running_execution_is_listed_until_its_end_replaces_it) {
+  {
+    auto r = registry::open(path_);
+    r->put_execution("k1", "m1", R"({"status":"running","n":1})", true);
+    r->put_execution("k1", "m2", R"({"status":"running","n":2})", true);
+    r->put_execution("k2", "m3", R"({"status":"running","n":3})", true);
+    r->put_execution("k1", "m1", R"({"status":"ok","n":1})");
+    r->flush();
+    EXPECT_EQ(r->running_executions("k1"), std::vector<std::string>{R"({"status":"running","n":2})"});
+    EXPECT_EQ(r->execution("k1", "m1"), R"({"status":"ok","n":1})");
+  }
+  // What a gateway killed meanwhile leaves is there for the next one.
+  auto r = registry::open(path_);
+  EXPECT_EQ(r->running_executions("k2"), std::vector<std::string>{R"({"status":"running","n":3})"});
+  EXPECT_TRUE(r->running_executions("k3").empty());
 }
 
 TEST_F(registry_test, a_newer_schema_is_not_touched_but_set_aside) {

@@ -1,0 +1,119 @@
+// Taking up, after a gateway restart, the executions an earlier gateway left
+// running: their output so far comes from the kernel's iopub journal (what
+// the kernel published, including while no gateway listened), the rest from
+// the live channel, each message counted once.
+
+#include "kernel.hpp"
+
+#include <gateway/log.hpp>
+#include <jupyter_protocol/journal.hpp>
+#include <jupyter_protocol/wire.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+namespace sandgate::gateway {
+namespace {
+
+using protocol::channel;
+
+// One journal file, read without following links and at most `limit` bytes:
+// the kernel (hostile) wrote it and may have made it anything.
+std::vector<protocol::journal_record> read_journal_file(const std::filesystem::path& path,
+                                                        std::size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string data;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    data.resize(std::min<std::size_t>(static_cast<std::size_t>(st.st_size), limit));
+    std::size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    data.resize(got);
+  }
+  ::close(fd);
+  return protocol::parse_journal(data);
+}
+
+std::string state_of(const protocol::message& msg) {
+  if (msg.msg_type() != "status") return {};
+  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
+  if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
+    return content["execution_state"].get<std::string>();
+  return {};
+}
+
+}  // namespace
+
+void kernel::take_up_executions(const std::vector<std::string>& stored) {
+  for (const auto& text : stored) {
+    if (auto r = executions_.restore(nlohmann::json::parse(text, nullptr, false)))
+      taken_up_.emplace(r->msg_id, taken_up_execution{});
+  }
+}
+
+bool kernel::record_taken_up(const protocol::message& msg, std::string_view status) {
+  auto it = taken_up_.find(msg.parent.msg_id);
+  if (it == taken_up_.end()) return false;
+  auto& t = it->second;
+  if (!t.journal_read) {
+    t.held.push_back(msg.clone());  // until the journal says what came before
+    return true;
+  }
+  if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, status);
+  if (auto r = executions_.find(it->first); !r || r->done()) taken_up_.erase(it);
+  return true;
+}
+
+void kernel::replay_journal() {
+  const auto base = box_->run_dir_host() / file_name_;
+  const auto journal =
+      protocol::merge_journals(read_journal_file(base.string() + ".journal.0", opts_.limits.journal_bytes),
+                               read_journal_file(base.string() + ".journal.1", opts_.limits.journal_bytes));
+  std::unordered_set<std::string> began;  // executions whose first messages are in the journal
+  std::size_t used = 0;
+  for (auto rec : journal) {
+    protocol::message msg;
+    if (protocol::decode(std::move(rec.frames), signer_, msg)) continue;  // not signed with its key
+    auto it = taken_up_.find(msg.parent.msg_id);
+    if (it == taken_up_.end() || !it->second.counted.insert(msg.msg_id()).second) continue;
+    const std::string status = state_of(msg);
+    if (status == "busy" || msg.msg_type() == "execute_input") began.insert(it->first);
+    record(channel::iopub, msg, status);
+    ++used;
+  }
+  for (auto it = taken_up_.begin(); it != taken_up_.end();) {
+    auto& t = it->second;
+    t.journal_read = true;
+    for (const auto& msg : t.held)
+      if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, state_of(msg));
+    t.held.clear();
+    auto r = executions_.find(it->first);
+    // Without its beginning (no journal, or it rolled over) the record
+    // lacks what came before the restart, and says so.
+    if (r && !began.count(it->first)) r->truncated = true;
+    if (r && !r->done()) {
+      state_ = "busy";
+      track_execution(it->first, "busy");  // the time limit counts from the execution's start
+      ++it;
+    } else {
+      it = taken_up_.erase(it);
+    }
+  }
+  log::info("executions_taken_up", {{"kernel_id", id()},
+                                    {"journal_messages", std::to_string(journal.size())},
+                                    {"used", std::to_string(used)},
+                                    {"still_running", std::to_string(taken_up_.size())}});
+}
+
+}  // namespace sandgate::gateway
