@@ -4,6 +4,7 @@
 // sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
 #include "api/auth.hpp"
 #include "api/router.hpp"
+#include "audit/audit_log.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
 #include "kernels/kernel_manager.hpp"
@@ -20,6 +21,7 @@
 #include <unistd.h>
 #include <csignal>
 #include <ctime>
+#include <functional>
 #include <iostream>
 
 extern char** environ;
@@ -80,9 +82,12 @@ int run(sg::config cfg) {
       sg::log::error("registry_replaced", {{"why", registry->notice()}});
   }
   registry->purge_ended(static_cast<std::int64_t>(std::time(nullptr)) - 3600);
+  if (cfg.audit_log.empty()) cfg.audit_log = cfg.state_dir / "audit.log";
+  sg::audit_log audit(cfg.audit_log);  // outlives the kernels and the router
   sg::kernel_manager kernels(io, cfg, specs, exe_dir, *registry);
+  kernels.sandboxes().set_audit(&audit);
   kernels.restore();
-  sg::router router(cfg, kernels, token);
+  sg::router router(cfg, kernels, token, audit, exe_dir / ".." / "share" / "sandgate" / "openapi.json");
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};
   std::unique_ptr<boost::asio::ssl::context> tls;
@@ -95,18 +100,30 @@ int run(sg::config cfg) {
                           cfg.base_url;
   sg::log::info("listening", {{"url", url},
                               {"state_dir", cfg.state_dir.string()},
+                              {"audit_log", cfg.audit_log.string()},
                               {"kernelspecs", std::to_string(specs.all().size())}});
   if (!cfg.auth_token)
     std::cout << "sandgate: token " << token << "\nsandgate: " << url << "?token=" << token << std::endl;
   else
     std::cout << "sandgate: " << url << std::endl;
 
+  // SIGHUP: the audit log was rotated; write to a new file at its path.
+  boost::asio::signal_set hangup(io, SIGHUP);
+  std::function<void()> wait_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      audit.reopen();
+      wait_hangup();
+    });
+  };
+  wait_hangup();
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::steady_timer deadline(io);
   stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     sg::log::info("stopping", {{"signal", std::to_string(sig)}});
     srv.stop();
+    hangup.cancel();
     deadline.expires_after(std::chrono::seconds(cfg.kernel_shutdown_grace_s * 2 + 2));
     deadline.async_wait([&](const boost::system::error_code& e) {
       if (!e) io.stop();

@@ -78,6 +78,7 @@ const std::vector<std::string> all_options = {
     "unsandboxed-kernels",
     "node-id",
     "log-level",
+    "audit-log",
     "http-header-limit-bytes",
     "http-body-limit-bytes",
     "ws-message-limit-bytes",
@@ -89,6 +90,7 @@ const std::vector<std::string> all_options = {
     "kernel-shutdown-grace-s",
     "replay-retention-s",
     "max-kernel-restarts",
+    "sandbox-idle-timeout-s",
 };
 
 std::string env_name_of(const std::string& option) {

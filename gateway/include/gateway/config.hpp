@@ -30,6 +30,7 @@ struct config {
   std::vector<std::string> unsandboxed_kernels;  // kernelspecs the operator lets run outside a sandbox
   std::uint16_t node_id = 0;
   std::string log_level = "info";
+  std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log
   // SIGTERM/SIGINT end sandboxed kernels too; by default they keep running
   // and the next gateway on this state dir re-attaches them.
   bool shutdown_kernels_on_exit = false;
@@ -46,6 +47,9 @@ struct config {
   unsigned kernel_shutdown_grace_s = 3;
   unsigned replay_retention_s = 600;
   unsigned max_kernel_restarts = 5;
+  // A sandbox (implicit ones, made for one kernel, included) idle this long
+  // is culled with its kernels; creators may ask for less. 0: never.
+  std::uint64_t sandbox_idle_timeout_s = 0;
 };
 
 // Thrown for bad options, with a message meant for the operator.

@@ -3,6 +3,7 @@
 // and everything it started.
 #include "router.hpp"
 
+#include "../audit/audit_log.hpp"
 #include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
@@ -29,6 +30,7 @@ struct command_run {
   std::string stderr_text;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool answered = false;
+  nlohmann::ordered_json audit;  // the fields of its audit line
 };
 
 }  // namespace
@@ -110,6 +112,16 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
   req.output_limit = max_command_output;
 
   auto run = std::make_shared<command_run>();
+  // The audit log gets the command's digest (of the string, or of the argv
+  // items joined by NUL bytes), never the command.
+  std::string joined = cmd.is_string() ? cmd.get<std::string>() : std::string();
+  if (!cmd.is_string())
+    for (std::size_t i = 0; i < req.argv.size(); ++i)
+      joined += (i ? std::string(1, '\0') : std::string()) + req.argv[i];
+  run->audit = {{"sandbox_id", s->id},
+                {"command", req.name},
+                {"cmd_sha256", sha256_hex(joined)},
+                {"cmd_bytes", joined.size()}};
   auto self = ctx.shared_from_this();
   // The supervisor kills at the deadline; this timer only covers a
   // supervisor that cannot (it is gone, or its answer is lost).
@@ -127,6 +139,14 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run->started)
             .count();
+    auto line = run->audit;
+    line["outcome"] = st.timed_out || gave_up ? "timeout" : st.code == 0 && !st.signal ? "ok" : "error";
+    line["exit_code"] =
+        st.signal || st.code < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(st.code);
+    line["signal"] = st.signal ? nlohmann::ordered_json(st.signal) : nlohmann::ordered_json(nullptr);
+    line["oom"] = st.oom;
+    line["duration_ms"] = ms;
+    audit(*self, "command.run", line);
     json out = {{"stdout", run->stdout_text},
                 {"stderr", run->stderr_text},
                 {"exit_code", st.signal || st.code < 0 ? json(nullptr) : json(st.code)},
@@ -147,6 +167,9 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
         if (!failure.empty()) {
           run->answered = true;
           --s->commands_running;
+          auto line = run->audit;
+          line["outcome"] = "not_started";
+          self->owner->audit(*self, "command.run", line);
           return self->reply(self->error(http::status::conflict, "The command could not start: " + failure));
         }
         backstop->expires_after(deadline);

@@ -229,6 +229,7 @@ void router::delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, 
   if (!files) return;
   file_error err;
   if (!files->remove(path, err)) return ctx.reply(ctx.error(api_error{err.status, "", err.message}));
+  audit(ctx, "file.delete", {{"sandbox_id", s->id}, {"path", path}});
   ctx.reply(ctx.empty(http::status::no_content));
 }
 
@@ -322,6 +323,7 @@ void router::finish_upload(const std::shared_ptr<upload_job>& job, beast::error_
   const std::string path = up.path;
   if (!job->files->commit(job->upload, err))
     return ctx->reply(ctx->error(api_error{err.status, "", err.message}));
+  audit(*ctx, "file.put", {{"sandbox_id", job->sandbox->id}, {"path", path}, {"size", st.st_size}});
   auto res = ctx->json(http::status::created, {{"path", path}, {"size", st.st_size}});
   res.set(http::field::location, cfg_.base_url + "api/sandboxes/" + job->sandbox->id + "/files/" + path);
   ctx->reply(std::move(res));

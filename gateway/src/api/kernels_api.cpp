@@ -161,13 +161,20 @@ void router::post_kernel(context& ctx) {
     return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" must be a string"));
   const std::string sandbox_id = sandbox.is_string() ? sandbox.get<std::string>() : "";
   auto self = ctx.shared_from_this();
-  kernels_.start_kernel(name, std::move(*env), ctx.who, sandbox_id,
-                        [this, self](std::shared_ptr<kernel> k, std::optional<api_error> err) {
-                          if (err) return self->reply(self->error(*err));
-                          auto res = self->json(http::status::created, kernel_model(*k));
-                          res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
-                          self->reply(std::move(res));
-                        });
+  kernels_.start_kernel(
+      name, std::move(*env), ctx.who, sandbox_id,
+      [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k, std::optional<api_error> err) {
+        if (err) return self->reply(self->error(*err));
+        watch(k);
+        audit(*self, "kernel.create",
+              {{"kernel_id", k->id()},
+               {"kernel_name", k->name()},
+               {"sandbox_id", k->sandbox_id()},
+               {"implicit_sandbox", implicit}});
+        auto res = self->json(http::status::created, kernel_model(*k));
+        res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
+        self->reply(std::move(res));
+      });
 }
 
 void router::get_kernel(context& ctx, const std::string& id) {
@@ -179,12 +186,16 @@ void router::delete_kernel(context& ctx, const std::string& id) {
   if (!k) return;
   sessions_.forget_kernel(id);
   auto self = ctx.shared_from_this();
-  kernels_.shutdown_kernel(id, [self] { self->reply(self->empty(http::status::no_content)); });
+  kernels_.shutdown_kernel(id, [this, self, id, sandbox_id = k->sandbox_id()] {
+    audit(*self, "kernel.delete", {{"kernel_id", id}, {"sandbox_id", sandbox_id}});
+    self->reply(self->empty(http::status::no_content));
+  });
 }
 
 void router::interrupt_kernel(context& ctx, const std::string& id) {
   if (auto k = own_kernel(ctx, id)) {
     k->interrupt();
+    audit(ctx, "kernel.interrupt", {{"kernel_id", id}, {"sandbox_id", k->sandbox_id()}});
     ctx.reply(ctx.empty(http::status::no_content));
   }
 }
@@ -194,6 +205,10 @@ void router::restart_kernel(context& ctx, const std::string& id) {
   if (!k) return;
   auto self = ctx.shared_from_this();
   k->restart([this, self, k](const std::string& error) {
+    audit(*self, "kernel.restart",
+          {{"kernel_id", k->id()},
+           {"sandbox_id", k->sandbox_id()},
+           {"outcome", error.empty() ? "ok" : "error"}});
     if (!error.empty()) return self->reply(self->error(http::status::conflict, "Restart failed: " + error));
     self->reply(self->json(http::status::ok, kernel_model(*k)));
   });
@@ -223,11 +238,15 @@ void router::execute_code(context& ctx, const std::string& id) {
   }
   if (auto s = kernels_.sandboxes().find(k->sandbox_id())) s->touch();
   auto self = ctx.shared_from_this();
-  k->execute((*body)["code"].get<std::string>(), timeout, [self](const execution_record& r) {
-    auto res = self->json(http::status::ok, json::object());
-    res.body() = r.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
-    self->reply(std::move(res));
-  });
+  const auto& code = (*body)["code"].get_ref<const std::string&>();
+  k->execute(code, timeout,
+             [this, self, kernel_id = k->id(), digest = sha256_hex(code),
+              bytes = static_cast<std::uint64_t>(code.size())](const execution_record& r) {
+               execution_audit_->amend(kernel_id, r.msg_id, self->who.name, digest, bytes);
+               auto res = self->json(http::status::ok, json::object());
+               res.body() = r.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+               self->reply(std::move(res));
+             });
 }
 
 void router::get_execution(context& ctx, const std::string& id, const std::string& msg_id) {

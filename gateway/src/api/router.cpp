@@ -33,8 +33,39 @@ std::optional<request_target> parse_target(std::string_view raw, std::string_vie
   return t;
 }
 
-router::router(const config& cfg, kernel_manager& kernels, std::string token)
-    : cfg_(cfg), kernels_(kernels), auth_(std::move(token), cfg.tokens_file) {}
+namespace {
+
+// The target's path without its query (which may hold a token), at most 1 KiB.
+std::string path_of(std::string_view target) {
+  return std::string(target.substr(0, std::min<std::size_t>(target.find('?'), 1024)));
+}
+
+}  // namespace
+
+router::router(const config& cfg, kernel_manager& kernels, std::string token, audit_log& audit,
+               const std::filesystem::path& openapi_file)
+    : cfg_(cfg),
+      kernels_(kernels),
+      auth_(std::move(token), cfg.tokens_file),
+      audit_(audit),
+      execution_audit_(std::make_shared<execution_audit>(kernels.io(), audit)),
+      openapi_(load_openapi_document(openapi_file, cfg.base_url)) {
+  for (const auto& k : kernels_.list())  // taken back from an earlier gateway
+    watch(k);
+}
+
+const std::shared_ptr<kernel>& router::watch(const std::shared_ptr<kernel>& k) {
+  auto touch = [this, sandbox_id = k->sandbox_id()] {
+    if (auto s = kernels_.sandboxes().find(sandbox_id)) s->touch();
+  };
+  touch();  // a kernel that became ready is activity too
+  execution_audit_->watch(*k, touch);
+  return k;
+}
+
+void router::audit(const context& ctx, std::string_view event, const nlohmann::ordered_json& fields) const {
+  audit_.record(event, ctx.who.name, fields);
+}
 
 router::response router::error_response(http::status status, std::string message, unsigned version,
                                         bool keep_alive) {
@@ -105,19 +136,34 @@ std::optional<router::response> router::authenticate(const request& req, const s
           error_response(http::status::unauthorized, "A token is required (Authorization: token <token>)",
                          req.version(), req.keep_alive());
       res.set(http::field::www_authenticate, "token");
-      log::warn("auth_failed", {{"why", "missing"}, {"target", std::string(req.target())}});
+      log::warn("auth_failed", {{"why", "missing"}, {"target", path_of(req.target())}});
       ++gateway_metrics().auth_failures;
+      audit_.record("auth.failure", std::nullopt,
+                    {{"why", "missing"},
+                     {"method", std::string(req.method_string())},
+                     {"path", path_of(req.target())}});
       return res;
     }
     case auth_result::wrong:
       log::warn("auth_failed", {{"why", "wrong token"}});
       ++gateway_metrics().auth_failures;
+      audit_.record("auth.failure", std::nullopt,
+                    {{"why", "wrong token"},
+                     {"method", std::string(req.method_string())},
+                     {"path", path_of(req.target())}});
       return error_response(http::status::forbidden, "Invalid token", req.version(), req.keep_alive());
   }
   return std::nullopt;
 }
 
 void router::context::reply(response&& res) {
+  if (req.method() == http::verb::head && !res.body().empty()) {
+    // The headers a GET would get, without the body (a listing, an error).
+    res.prepare_payload();
+    const std::string length(res[http::field::content_length]);
+    res.body().clear();
+    res.set(http::field::content_length, length);
+  }
   reply_body(std::move(res));
 }
 
@@ -169,6 +215,7 @@ void router::dispatch(context& ctx) {
   if (n == 1 && p[0] == "metrics") return m == http::verb::get ? get_metrics(ctx) : method_not_allowed();
   if (n == 0 || p[0] != "api") return ctx.reply(ctx.error(http::status::not_found, "No such path"));
   if (n == 1) return m == http::verb::get ? get_api(ctx) : method_not_allowed();
+  if (n == 2 && p[1] == "openapi.json") return m == http::verb::get ? get_openapi(ctx) : method_not_allowed();
   if (p[1] == "kernelspecs") {
     if (n == 2) return m == http::verb::get ? get_kernelspecs(ctx) : method_not_allowed();
     if (n == 3) return m == http::verb::get ? get_kernelspec(ctx, p[2]) : method_not_allowed();
@@ -193,8 +240,9 @@ void router::dispatch(context& ctx) {
     if (n == 5 && p[3] == "executions")
       return m == http::verb::get ? get_execution(ctx, p[2], p[4]) : method_not_allowed();
     if (n == 4 && p[3] == "channels")
-      return ctx.reply(
-          ctx.error(http::status::bad_request, "The channels endpoint needs a WebSocket upgrade"));
+      return m == http::verb::get ? ctx.reply(ctx.error(http::status::bad_request,
+                                                        "The channels endpoint needs a WebSocket upgrade"))
+                                  : method_not_allowed();
   }
   if (p[1] == "sandboxes") {
     if (n == 2) {
@@ -341,6 +389,8 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
     start = end + 1;
   }
   const std::string session_id = t->query.count("session_id") ? t->query["session_id"] : "";
+  audit_.record("kernel.connect", who.name,
+                {{"kernel_id", k->id()}, {"sandbox_id", k->sandbox_id()}, {"owner", k->owner()}});
   ws_limits limits{cfg_.ws_message_limit_bytes, cfg_.client_queue_limit_bytes};
   std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, v1, limits)->run(std::move(req));
   return std::nullopt;

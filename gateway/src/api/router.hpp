@@ -3,6 +3,8 @@
 // JSON shapes of jupyter_server / Kernel Gateway. Every error is JSON
 // {"reason", "message"}; client faults get a 4xx, never a 500.
 
+#include "../audit/audit_log.hpp"
+#include "../audit/execution_audit.hpp"
 #include "../kernels/kernel_manager.hpp"
 #include "../kernels/workspace_files.hpp"
 #include "auth.hpp"
@@ -32,6 +34,11 @@ std::optional<request_target> parse_target(std::string_view raw, std::string_vie
 // with `error` set, otherwise.
 std::optional<nlohmann::json> body_object(const std::string& body, std::string& error);
 
+// The OpenAPI document at `file` with `servers` set to the base URL, as
+// text; empty (and logged) when it cannot be read.
+[[nodiscard]] std::string load_openapi_document(const std::filesystem::path& file,
+                                                const std::string& base_url);
+
 class router {
  public:
   using request = boost::beast::http::request<boost::beast::http::string_body>;
@@ -53,8 +60,12 @@ class router {
     std::shared_ptr<upload_job> job;    // or read the body into job->upload.file
   };
 
-  // Throws std::runtime_error when the tokens file cannot be used.
-  router(const config& cfg, kernel_manager& kernels, std::string token);
+  // Throws std::runtime_error when the tokens file cannot be used. Audits
+  // into `audit` (which outlives the router) the executions of the kernels
+  // listed now and of every kernel it starts. `openapi_file`: the OpenAPI
+  // document served at /api/openapi.json.
+  router(const config& cfg, kernel_manager& kernels, std::string token, audit_log& audit,
+         const std::filesystem::path& openapi_file);
 
   void handle(request&& req, responder respond);
   // Uploads stream to disk: true when this request is one (its body is not read yet).
@@ -105,6 +116,7 @@ class router {
   void dispatch(context& ctx);
 
   void get_api(context& ctx);
+  void get_openapi(context& ctx);
   void get_metrics(context& ctx);
   void get_kernelspecs(context& ctx);
   void get_kernelspec(context& ctx, const std::string& name);
@@ -135,6 +147,12 @@ class router {
   // The file path of /api/sandboxes/{id}/files/{path...} from the raw target.
   [[nodiscard]] std::optional<std::string> file_path(const context& ctx) const;
 
+  // A kernel this router started (or took back): its executions are
+  // audited and, like its start, count as activity of its sandbox.
+  const std::shared_ptr<kernel>& watch(const std::shared_ptr<kernel>& k);
+  // An audit line for what the caller did.
+  void audit(const context& ctx, std::string_view event, const nlohmann::ordered_json& fields) const;
+
   // The caller's kernel, or nothing (after answering 404).
   std::shared_ptr<kernel> own_kernel(context& ctx, const std::string& id);
   [[nodiscard]] nlohmann::json kernel_model(const kernel& k) const;
@@ -148,6 +166,9 @@ class router {
   kernel_manager& kernels_;
   session_store sessions_;
   authenticator auth_;
+  audit_log& audit_;
+  std::shared_ptr<execution_audit> execution_audit_;
+  std::string openapi_;  // the document's text; empty when it could not be read
 };
 
 }  // namespace sandgate::gateway

@@ -73,6 +73,17 @@ void router::post_sandbox(context& ctx) {
       return self->reply(
           self->error(http::status::internal_server_error, "The sandbox failed to start: " + failure));
     }
+    audit(*self, "sandbox.create",
+          {{"sandbox_id", s->id},
+           {"expires_at", unix_iso8601(s->expires_at)},
+           {"idle_timeout_s", s->idle_timeout_s},
+           {"limits",
+            {{"memory_bytes", s->limits.memory_bytes},
+             {"cpu", s->limits.cpu},
+             {"pids", s->limits.pids},
+             {"workspace_bytes", s->limits.workspace_bytes}}},
+           {"network", s->network},
+           {"metadata", s->metadata}});
     auto res = self->json(http::status::created, sandbox_model(*s));
     res.set(http::field::location, cfg_.base_url + "api/sandboxes/" + s->id);
     self->reply(std::move(res));
@@ -113,11 +124,12 @@ void router::patch_sandbox(context& ctx, const std::string& id) {
     return ctx.reply(ctx.error(http::status::bad_request, "\"ttl_s\" must be a positive integer"));
   s->touch();
   auto self = ctx.shared_from_this();
-  kernels_.sandboxes().extend(s, (*body)["ttl_s"].get<std::uint64_t>(),
-                              [this, self, s](std::optional<api_error> err) {
-                                if (err) return self->reply(self->error(*err));
-                                self->reply(self->json(http::status::ok, sandbox_model(*s)));
-                              });
+  kernels_.sandboxes().extend(
+      s, (*body)["ttl_s"].get<std::uint64_t>(), [this, self, s](std::optional<api_error> err) {
+        if (err) return self->reply(self->error(*err));
+        audit(*self, "sandbox.update", {{"sandbox_id", s->id}, {"expires_at", unix_iso8601(s->expires_at)}});
+        self->reply(self->json(http::status::ok, sandbox_model(*s)));
+      });
 }
 
 void router::delete_sandbox(context& ctx, const std::string& id) {
@@ -125,6 +137,7 @@ void router::delete_sandbox(context& ctx, const std::string& id) {
   if (!s) return;
   for (const auto& k : s->kernels)
     sessions_.forget_kernel(k);
+  audit(ctx, "sandbox.delete", {{"sandbox_id", id}, {"owner", s->owner}, {"kernel_ids", s->kernels}});
   auto self = ctx.shared_from_this();
   kernels_.delete_sandbox(id, [self] { self->reply(self->empty(http::status::no_content)); });
 }

@@ -78,8 +78,16 @@ void router::post_session(context& ctx) {
   }
   kernels_.start_kernel(
       string_field(kernel_req, "name"), {}, ctx.who, "",
-      [self, finish](std::shared_ptr<kernel> k, std::optional<api_error> err) mutable {
+      [this, self, finish, session_id = rec.id](std::shared_ptr<kernel> k,
+                                                std::optional<api_error> err) mutable {
         if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
+        watch(k);
+        audit(*self, "kernel.create",
+              {{"kernel_id", k->id()},
+               {"kernel_name", k->name()},
+               {"sandbox_id", k->sandbox_id()},
+               {"implicit_sandbox", true},
+               {"session_id", session_id}});
         finish(k->id());
       });
 }
@@ -110,6 +118,16 @@ void router::patch_session(context& ctx, const std::string& id) {
             auto* rec = sessions_.find(id);
             if (!rec) return self->reply(self->error(http::status::not_found, "Session was deleted"));
             rec->kernel_id = k->id();
+            watch(k);
+            audit(*self, "kernel.create",
+                  {{"kernel_id", k->id()},
+                   {"kernel_name", k->name()},
+                   {"sandbox_id", k->sandbox_id()},
+                   {"implicit_sandbox", true},
+                   {"session_id", id}});
+            if (auto old = kernels_.find(old_kernel))
+              audit(*self, "kernel.delete",
+                    {{"kernel_id", old_kernel}, {"sandbox_id", old->sandbox_id()}, {"session_id", id}});
             kernels_.shutdown_kernel(old_kernel, [] {});
             self->reply(self->json(http::status::ok, session_model(*rec)));
           });
@@ -125,7 +143,14 @@ void router::delete_session(context& ctx, const std::string& id) {
   const std::string kernel_id = s->kernel_id;
   sessions_.erase(id);
   auto self = ctx.shared_from_this();
-  kernels_.shutdown_kernel(kernel_id, [self] { self->reply(self->empty(http::status::no_content)); });
+  auto k = kernels_.find(kernel_id);
+  const std::string sandbox_id = k ? k->sandbox_id() : "";
+  kernels_.shutdown_kernel(kernel_id, [this, self, id, kernel_id, sandbox_id, ran = k != nullptr] {
+    if (ran)
+      audit(*self, "kernel.delete",
+            {{"kernel_id", kernel_id}, {"sandbox_id", sandbox_id}, {"session_id", id}});
+    self->reply(self->empty(http::status::no_content));
+  });
 }
 
 }  // namespace sandgate::gateway

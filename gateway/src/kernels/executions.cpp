@@ -1,9 +1,24 @@
 #include "executions.hpp"
 
+#include "../audit/audit_log.hpp"
 #include "../util/metrics.hpp"
 
 namespace sandgate::gateway {
 using json = nlohmann::json;
+
+namespace {
+
+// Digests the "code" of an execute_request's or execute_input's content.
+void digest_code(execution_record& r, std::string_view content, const char* from) {
+  const auto j = json::parse(content, nullptr, false);
+  if (!j.is_object() || !j.contains("code") || !j["code"].is_string()) return;
+  const auto& code = j["code"].get_ref<const std::string&>();
+  r.code_sha256 = sha256_hex(code);
+  r.code_bytes = code.size();
+  r.code_from = from;
+}
+
+}  // namespace
 
 json execution_record::to_json() const {
   const auto end = finished.value_or(std::chrono::steady_clock::now());
@@ -30,10 +45,12 @@ json execution_record::to_stored_json() const {
   return j;
 }
 
-std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id) {
+std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id,
+                                                       std::string_view request_content) {
   if (msg_id.empty()) return nullptr;
   auto r = std::make_shared<execution_record>();
   r->msg_id = msg_id;
+  if (!request_content.empty()) digest_code(*r, request_content, "request");
   if (!records_.emplace(msg_id, r).second) return records_[msg_id];
   order_.push_back(msg_id);
   evict();
@@ -99,6 +116,8 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
   } else if (ch == protocol::channel::iopub) {
     if (type == "status") {
       if (status == "idle") r.idle = true;
+    } else if (type == "execute_input") {
+      if (r.code_from.empty()) digest_code(r, msg.content, "kernel");
     } else if (type == "stream") {
       const auto content = json::parse(msg.content, nullptr, false);
       if (content.is_object() && content.contains("text") && content["text"].is_string()) {
@@ -149,7 +168,8 @@ void execution_log::finish(execution_record& r, const std::string& status) {
   ++counters.executions;
   counters.execution_seconds.observe(*r.finished - r.started_steady);
   if (status == "timeout") ++counters.execution_timeouts;
-  if (on_finish_) on_finish_(r);
+  for (const auto& listener : on_finish_)
+    listener(r);
   auto it = waiters_.find(r.msg_id);
   if (it == waiters_.end()) return;
   auto waiting = std::move(it->second);

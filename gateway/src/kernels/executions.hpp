@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +46,13 @@ struct execution_record {
   std::chrono::steady_clock::time_point started_steady = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> finished;
   std::size_t bytes = 0;
+  // The code's SHA-256 (hex) and size in bytes, for the audit log; the code
+  // itself is not kept. `code_from`: "request" (the execute_request, given
+  // to begin()), "kernel" (its execute_input echo: the kernel runs the
+  // creator's code, so trust it no further than that), "" (unknown).
+  std::string code_sha256;
+  std::uint64_t code_bytes = 0;
+  std::string code_from;
 
   [[nodiscard]] bool done() const noexcept { return finished.has_value(); }
   [[nodiscard]] nlohmann::json to_json() const;
@@ -66,14 +75,16 @@ class execution_log {
 
   explicit execution_log(execution_limits limits = {}) : limits_(limits) {}
 
-  // Told of every record as it ends (to keep it beyond this log's bounds).
-  void on_finish(waiter listener) { on_finish_ = std::move(listener); }
+  // Adds a listener told of every record as it ends (to keep it beyond
+  // this log's bounds, to audit it), before the record's waiters.
+  void on_finish(waiter listener) { on_finish_.push_back(std::move(listener)); }
 
   // Told of every record as it begins.
   void on_start(waiter listener) { on_start_ = std::move(listener); }
 
-  // An execute_request sent to the kernel.
-  std::shared_ptr<execution_record> begin(const std::string& msg_id);
+  // An execute_request sent to the kernel; `request_content`: its content
+  // (JSON text), whose code is digested for the audit log.
+  std::shared_ptr<execution_record> begin(const std::string& msg_id, std::string_view request_content = {});
   // A running record a previous gateway stored (to_stored_json), taken up
   // with its output so far empty; null if the text is not such a record.
   std::shared_ptr<execution_record> restore(const nlohmann::json& stored);
@@ -98,7 +109,7 @@ class execution_log {
   std::deque<std::string> order_;
   std::unordered_map<std::string, std::vector<waiter>> waiters_;
   std::size_t total_bytes_ = 0;
-  waiter on_finish_;
+  std::vector<waiter> on_finish_;
   waiter on_start_;
 };
 

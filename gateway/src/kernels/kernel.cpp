@@ -457,7 +457,7 @@ void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel c
   if (ch == channel::shell || ch == channel::control)
     remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
                             msg.msg_type() == "execute_request" ? msg.header : std::string()});
-  if (ch == channel::shell && msg.msg_type() == "execute_request") executions_.begin(msg.msg_id());
+  if (ch == channel::shell && msg.msg_type() == "execute_request") executions_.begin(msg.msg_id(), msg.content);
   touch();
   send_to_kernel(ch, msg);
 }
@@ -485,7 +485,7 @@ void kernel::execute(const std::string& code, std::optional<std::chrono::millise
                                       {"store_history", true}, {"user_expressions", nlohmann::json::object()},
                                       {"allow_stdin", false},  {"stop_on_error", false}};
   auto msg = protocol::make_message("execute_request", content.dump(), session_);
-  auto record = executions_.begin(msg.msg_id());
+  auto record = executions_.begin(msg.msg_id(), msg.content);
   record->timeout = timeout;
   remember(msg.msg_id(), {{}, {}, true, "execute_request", msg.header});
   executions_.wait(msg.msg_id(), std::move(done));

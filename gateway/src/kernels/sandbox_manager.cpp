@@ -381,7 +381,15 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   s->owner = owner;
   s->implicit = implicit;
   s->created = std::chrono::system_clock::now();
-  s->idle_timeout_s = settings.idle_timeout_s.value_or(0);
+  // The operator's idle timeout binds every sandbox, implicit ones too; a
+  // creator may ask for a shorter one.
+  s->idle_timeout_s = settings.idle_timeout_s.value_or(cfg_.sandbox_idle_timeout_s);
+  if (cfg_.sandbox_idle_timeout_s > 0 && s->idle_timeout_s > cfg_.sandbox_idle_timeout_s) {
+    err = {400, "Bad Request",
+           "idle_timeout_s " + std::to_string(s->idle_timeout_s) + " is above this gateway's maximum of " +
+               std::to_string(cfg_.sandbox_idle_timeout_s)};
+    return nullptr;
+  }
   s->metadata = settings.metadata;
   s->env = settings.env;
   s->touch();
@@ -491,6 +499,17 @@ std::optional<std::string> sandbox_manager::gone(const std::string& id) const {
 void sandbox_manager::end(const std::string& id, const std::string& reason) {
   auto s = find(id);
   if (!s) return;
+  if (audit_) {
+    const char* event = reason == "expired"  ? "sandbox.expire"
+                        : reason == "culled" ? "sandbox.cull"
+                                             : "sandbox.end";
+    audit_->record(event, std::nullopt,
+                   {{"sandbox_id", id},
+                    {"owner", s->owner},
+                    {"implicit", s->implicit},
+                    {"kernel_ids", s->kernels},
+                    {"reason", reason}});
+  }
   if (end_listener_) end_listener_(s, reason);  // the kernels inside end first
   destroy(id, reason);
 }

@@ -5,6 +5,7 @@
 // a policy of its own: the operator's default policy with the creator's
 // settings, which may lower but never raise the default's limits.
 
+#include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
 #include "sandbox.hpp"
 
@@ -115,6 +116,8 @@ class sandbox_manager {
 
   void on_sandbox_end(end_listener listener) { end_listener_ = std::move(listener); }
   void set_idle_probe(idle_probe probe) { idle_probe_ = std::move(probe); }
+  // Where the ends nobody asked for (expired, culled, ended) are recorded.
+  void set_audit(audit_log* log) noexcept { audit_ = log; }
 
   // Starts a sandbox; its supervisor becomes ready in the background (spawns
   // wait for it). nullptr with `err` set when the settings break the policy.
@@ -163,6 +166,7 @@ class sandbox_manager {
   boost::asio::steady_timer sweep_timer_;
   end_listener end_listener_;
   idle_probe idle_probe_;
+  audit_log* audit_ = nullptr;
 };
 
 }  // namespace sandgate::gateway

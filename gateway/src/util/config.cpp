@@ -82,6 +82,10 @@ const std::vector<option>& options() {
       {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
        SG_NUM(node_id)},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
+      {"audit-log", "FILE",
+       "audit log, JSON lines appended to FILE (mode 0600; SIGHUP reopens it) (default "
+       "<state-dir>/audit.log)",
+       SG_STR(audit_log)},
       {"shutdown-kernels-on-exit", "",
        "end every kernel and sandbox on SIGTERM/SIGINT (default: sandboxed ones keep running and the "
        "next gateway on this state dir re-attaches them)",
@@ -109,6 +113,10 @@ const std::vector<option>& options() {
        SG_NUM(replay_retention_s)},
       {"max-kernel-restarts", "N", "automatic restarts of a dying kernel before it is dead (default 5)",
        SG_NUM(max_kernel_restarts)},
+      {"sandbox-idle-timeout-s", "S",
+       "cull a sandbox (and its kernels; implicit sandboxes too) idle this long; creators may ask for "
+       "less; 0: never (default 0)",
+       SG_NUM(sandbox_idle_timeout_s)},
   };
   return table;
 }
