@@ -32,6 +32,7 @@ class KernelDeath(GatewayTestCase):
             st, _ = client.wait_for(lambda m: m.msg_type == "status"
                                     and m.content["execution_state"] == "restarting", 20, "status restarting")
             self.assertEqual(st.channel, "iopub")
+            self.assertEqual(st.content.get("reason"), "signal 9")
         wait_until(lambda: not os.path.exists(f"/proc/{pid}/cmdline") or pid not in self.gw.kernel_pids(),
                    10, "the killed kernel to be reaped")
         # The same kernel id comes back usable, with a new process.
@@ -45,6 +46,11 @@ class KernelDeath(GatewayTestCase):
         model = self.gw.request("GET", f"api/kernels/{kid}").json()
         self.assertEqual(model["id"], kid)
         self.assertEqual(model["execution_state"], "idle")
+        # The cell that was running: its record keeps the output so far and names the cause.
+        record = self.gw.request("GET", f"api/kernels/{kid}/executions/{msg_id}").json()
+        self.assertEqual((record["status"], record["kernel_restarted"]), ("error", True), record)
+        self.assertIn("signal 9", record["error"]["evalue"])
+        self.assertTrue(record["stdout"].startswith("0\n"), record["stdout"][:100])
 
 
 class InheritedDescriptors(GatewayTestCase):

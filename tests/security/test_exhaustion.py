@@ -4,6 +4,7 @@ attack is capped by its own counters (forks, MiB, files, descriptors) so it
 could not harm an unsandboxed machine; the sandbox must stop it first, the
 cause must be visible, and the gateway and another kernel must be unaffected."""
 
+import json
 import os
 import time
 import unittest
@@ -106,6 +107,7 @@ print("procs", len([x for x in os.listdir("/proc") if x.isdigit()]))
         limit = self.gw.policy["limits"]["memory_bytes"]
         self.assertEqual(int(self.cgroup_value(k.id, "memory", "memory.limit_in_bytes")), limit)
         cap_mib = min(4 * limit // MiB, 2048)  # the balloon's own bound
+        self.assertEqual(k.execute("open('/workspace/kept.txt', 'w').write('survives')")["status"], "ok")
         r = k.execute(f'''
 chunks = []
 for i in range({cap_mib} // 16):
@@ -120,8 +122,18 @@ print("balloon survived", len(chunks) * 16, "MiB")
         self.assertEqual(restarting[0].get("reason"), "oom", f"the OOM cause is not visible: {restarting}")
         events = [e for e in self.gw.log_events() if e.get("kernel_id") == k.id and e.get("status") == "oom"]
         self.assertTrue(events, "the gateway did not log the OOM")
-        # The kernel is restarted and works; its memory is back.
+        # The cell's answer and its execution record name the cause too.
+        self.assertEqual(r["error"][0], "KernelDied", r["error"])
+        self.assertIn("oom", r["error"][1])
+        msg_id = r["messages"][0]["parent_header"]["msg_id"]
+        status, body = self.gw.request("GET", f"api/kernels/{k.id}/executions/{msg_id}")
+        self.assertEqual(status, 200, body)
+        record = json.loads(body)
+        self.assertEqual((record["status"], record["kernel_restarted"]), ("error", True), record)
+        self.assertIn("oom", record["error"]["evalue"])
+        # The kernel is restarted and works; its memory is back, its workspace kept.
         wait_until(lambda: k.execute("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
+        self.assertEqual(k.execute("print(open('/workspace/kept.txt').read())")["stdout"], "survives\n")
         self.assertTrue(self.gw.sandbox_info(k.id)["outer"], "the sandbox went away after an OOM")
 
     def fill(self, kernel, directory, cap):
