@@ -3,6 +3,7 @@
 import base64
 import os
 import signal
+import struct
 import tempfile
 import time
 import unittest
@@ -243,6 +244,56 @@ class ClosedStandardStreamsTest(unittest.TestCase):
             self.assertEqual((cell.text("stdout"), cell.text("stderr")), ("out\n", "err\n"))
         finally:
             kernel.close()
+
+
+class IopubJournalTest(unittest.TestCase):
+    def test_what_the_kernel_publishes_is_journaled_in_order(self):
+        with tempfile.TemporaryDirectory(prefix="sandgate-journal-") as run_dir:
+            base = os.path.join(run_dir, "k.journal")
+            kernel = KernelSession("python", env={"SANDGATE_KERNEL_JOURNAL": base,
+                                                  "SANDGATE_KERNEL_JOURNAL_BYTES": str(64 * 1024)})
+            try:
+                # Cells do not see the journal's settings.
+                cell = kernel.run("import os\nprint(sorted(k for k in os.environ if k.startswith('SANDGATE')))")
+                self.assertEqual(cell.text(), "[]\n")
+                # 200 KiB of output in a 64 KiB budget: the two files take turns.
+                cell = kernel.run("for i in range(400):\n    print(f'{i:04d}', 'x' * 500, flush=True)")
+                self.assertEqual(cell.reply["status"], "ok", cell.reply)
+                last = cell.msg_id
+            finally:
+                kernel.close()
+            records = []
+            for suffix in (".0", ".1"):
+                with open(base + suffix, "rb") as f:
+                    data = f.read()
+                self.assertLessEqual(len(data), 32 * 1024 + 1024, suffix)
+                records += parse_journal(data)
+            seqs = sorted(seq for seq, _ in records)
+            self.assertEqual(seqs, list(range(seqs[0], seqs[0] + len(seqs))), "a gap in the sequence")
+            # The newest messages are there, as the kernel sent them: the
+            # last cell's last line, then its idle status.
+            cells = [frames for _, frames in sorted(records)
+                     if last.encode() in frames[frames.index(b"<IDS|MSG>") + 3]]
+            contents = [frames[frames.index(b"<IDS|MSG>") + 5].replace(b" ", b"") for frames in cells]
+            self.assertIn(b'"execution_state":"idle"', contents[-1])
+            self.assertIn(b"0399", b"".join(contents[-3:]))
+
+
+def parse_journal(data):
+    """(seq, frames) records of one journal file (jupyter_protocol/journal.hpp)."""
+    out, pos = [], 0
+    while pos + 16 <= len(data):
+        magic, count, seq = struct.unpack_from("<IIQ", data, pos)
+        if magic != 0x314A4753:
+            break
+        pos += 16
+        frames = []
+        for _ in range(count):
+            (length,) = struct.unpack_from("<I", data, pos)
+            frames.append(data[pos + 4:pos + 4 + length])
+            pos += 4 + length
+        out.append((seq, frames))
+    return out
 
 
 class IpcTransportTest(unittest.TestCase):

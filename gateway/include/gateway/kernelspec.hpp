@@ -19,6 +19,9 @@ struct kernelspec {
   std::string language;
   std::string interrupt_mode = "signal";  // "signal" or "message"
   std::map<std::string, std::string> env;
+  // metadata.sandgate.iopub_journal: the kernel keeps an iopub journal when
+  // told where (Sandgate's own kernels do).
+  bool iopub_journal = false;
   std::string raw_json;                // kernel.json as on disk, for the REST "spec"
   std::vector<std::string> resources;  // file names beside kernel.json (logos, ...)
 };

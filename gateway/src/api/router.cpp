@@ -392,7 +392,8 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
   audit_.record("kernel.connect", who.name,
                 {{"kernel_id", k->id()}, {"sandbox_id", k->sandbox_id()}, {"owner", k->owner()}});
   ws_limits limits{cfg_.ws_message_limit_bytes, cfg_.client_queue_limit_bytes};
-  std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, v1, limits)->run(std::move(req));
+  std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, who.name, v1, limits)
+      ->run(std::move(req));
   return std::nullopt;
 }
 

@@ -29,10 +29,9 @@ void execution_audit::on_end(const std::string& kernel_id, const std::string& ow
   const bool known = s == "ok" || s == "error" || s == "timeout" || s == "aborted";
   const auto end = r.finished.value_or(std::chrono::steady_clock::now());
   pending p;
-  // Over the channels the gateway cannot tell which connected client sent
-  // the request: the line names the kernel's owner (kernel.connect lines
-  // name everyone who opened its channels).
-  p.principal = owner;
+  // Over the channels: the principal whose connection sent the request
+  // (the kernel's owner for one a previous gateway took).
+  p.principal = r.principal.empty() ? owner : r.principal;
   using ojson = nlohmann::ordered_json;
   const bool digested = !r.code_from.empty();
   auto& f = p.fields;

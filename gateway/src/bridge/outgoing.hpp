@@ -41,6 +41,8 @@ class kernel_client {
  public:
   virtual ~kernel_client() = default;
   [[nodiscard]] virtual const std::string& session_id() const noexcept = 0;
+  // Who connected (the authenticated principal's name).
+  [[nodiscard]] virtual const std::string& principal() const noexcept = 0;
   virtual void deliver(const std::shared_ptr<outgoing>& out) = 0;
   virtual void close(unsigned short code, std::string reason) = 0;
 };

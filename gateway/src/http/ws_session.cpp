@@ -20,11 +20,12 @@ constexpr std::size_t trim_threshold_bytes = 8 * 1024 * 1024;
 namespace websocket = beast::websocket;
 
 template <class Stream>
-ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1,
-                               ws_limits limits)
+ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id,
+                               std::string principal, bool v1, ws_limits limits)
     : ws_(std::move(stream)),
       kernel_(std::move(k)),
       session_id_(std::move(session_id)),
+      principal_(std::move(principal)),
       v1_(v1),
       limits_(limits) {}
 

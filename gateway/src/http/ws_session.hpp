@@ -28,12 +28,14 @@ struct ws_limits {
 template <class Stream>
 class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
-  ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, bool v1, ws_limits limits);
+  ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, std::string principal,
+             bool v1, ws_limits limits);
 
   // Completes the handshake for `req` and starts relaying.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
 
   [[nodiscard]] const std::string& session_id() const noexcept override { return session_id_; }
+  [[nodiscard]] const std::string& principal() const noexcept override { return principal_; }
   void deliver(const std::shared_ptr<outgoing>& out) override;
   void close(unsigned short code, std::string reason) override;
 
@@ -50,6 +52,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   boost::beast::flat_buffer buffer_;
   std::shared_ptr<kernel> kernel_;
   std::string session_id_;
+  std::string principal_;
   bool v1_;
   ws_limits limits_;
   struct queued {

@@ -25,6 +25,7 @@ namespace sandgate::gateway {
 
 struct execution_record {
   std::string msg_id;
+  std::string principal;           // who sent it over the channels (the audit log's); empty: the gateway
   std::string status = "running";  // running, ok, error, aborted, timeout
   std::optional<long long> execution_count;
   std::string stdout_text;

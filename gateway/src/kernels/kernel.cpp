@@ -170,7 +170,7 @@ void kernel::launch(done_handler done) {
     req.env[k] = v;
   for (const auto& [k, v] : opts_.env)
     req.env[k] = v;
-  if (opts_.limits.journal_bytes > 0) {
+  if (opts_.limits.journal_bytes > 0 && opts_.spec.iopub_journal) {
     req.env[protocol::journal_path_env] = (box_->run_dir_inside() / (file_name_ + ".journal")).string();
     req.env[protocol::journal_bytes_env] = std::to_string(opts_.limits.journal_bytes);
   }
@@ -296,6 +296,7 @@ void kernel::send_to_kernel(channel ch, const protocol::message& msg) {
 }
 
 void kernel::touch() {
+  active_at_ = std::chrono::steady_clock::now();
   last_activity_ = protocol::iso8601_now();
 }
 
@@ -457,7 +458,10 @@ void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel c
   if (ch == channel::shell || ch == channel::control)
     remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
                             msg.msg_type() == "execute_request" ? msg.header : std::string()});
-  if (ch == channel::shell && msg.msg_type() == "execute_request") executions_.begin(msg.msg_id(), msg.content);
+  if (ch == channel::shell && msg.msg_type() == "execute_request") {
+    if (auto r = executions_.begin(msg.msg_id(), msg.content); r && r->principal.empty())
+      r->principal = client->principal();
+  }
   touch();
   send_to_kernel(ch, msg);
 }

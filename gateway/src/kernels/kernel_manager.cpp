@@ -34,9 +34,17 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
         k->terminate("sandbox " + reason);
       }
   });
+  // Idle: no kernel busy, starting or restarting, and none that sent or
+  // was sent a message (comms, completions, executes) within the timeout.
   sandboxes_.set_idle_probe([this](const sandbox_entry& s) {
-    for (const auto& id : s.kernels)
-      if (auto k = find(id); k && k->execution_state() == "busy") return false;
+    const auto recent = std::chrono::steady_clock::now() - std::chrono::seconds(s.idle_timeout_s);
+    for (const auto& id : s.kernels) {
+      auto k = find(id);
+      if (!k) continue;
+      const auto& state = k->execution_state();
+      if (state == "busy" || state == "starting" || state == "restarting" || k->active_at() > recent)
+        return false;
+    }
     return true;
   });
   watch_children();

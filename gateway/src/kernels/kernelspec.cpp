@@ -28,6 +28,8 @@ std::optional<kernelspec> load_kernelspec(const fs::path& dir) {
     spec.language = j.value("language", "");
     spec.interrupt_mode = j.value("interrupt_mode", "signal");
     if (j.contains("env")) spec.env = j.at("env").get<std::map<std::string, std::string>>();
+    const auto journal = nlohmann::json::json_pointer("/metadata/sandgate/iopub_journal");
+    spec.iopub_journal = j.contains(journal) && j.at(journal).is_boolean() && j.at(journal).get<bool>();
   } catch (const std::exception& e) {
     log::warn("kernelspec_invalid", {{"path", (dir / "kernel.json").string()}, {"error", e.what()}});
     return std::nullopt;

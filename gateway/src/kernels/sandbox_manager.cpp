@@ -413,6 +413,8 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
       opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
       fs::create_directories(opts.log_path.parent_path());
       opts.host_id_slot = s->slot = claim_slot();
+      // Room for the connection files and sockets, and for four kernels' iopub journals.
+      opts.run_dir_bytes = 16 * 1024 * 1024 + 4 * cfg_.iopub_journal_bytes;
       opts.ready_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
       auto box = std::make_shared<supervised_sandbox>(io_, std::move(opts));
       box->start();

@@ -30,7 +30,7 @@ struct supervisor_options {
   unsigned host_id_slot = 0;
   // tmpfs for connection files, sockets and the kernels' iopub journals; its
   // pages count against the sandbox's memory limit (the writer's cgroup)
-  std::size_t run_dir_bytes = 256 * 1024 * 1024;
+  std::size_t run_dir_bytes = 16 * 1024 * 1024;
   std::chrono::seconds ready_timeout{30};
 };
 

@@ -21,13 +21,19 @@ constexpr std::size_t min_budget = 64 * 1024;
 }  // namespace
 
 std::unique_ptr<iopub_journal> iopub_journal::from_environment(const xeus::xconfiguration& config) {
-  const char* path = std::getenv(protocol::journal_path_env);
-  if (path == nullptr || *path == '\0') return nullptr;
+  const char* path_env = std::getenv(protocol::journal_path_env);
+  const char* bytes_env = std::getenv(protocol::journal_bytes_env);
+  const std::string path = path_env ? path_env : "";
+  const std::string bytes = bytes_env ? bytes_env : "";
+  // The kernel's business, not its users': cells and commands do not see them.
+  ::unsetenv(protocol::journal_path_env);
+  ::unsetenv(protocol::journal_bytes_env);
+  if (path.empty()) return nullptr;
   std::size_t budget = default_budget;
-  if (const char* bytes = std::getenv(protocol::journal_bytes_env)) {
+  if (!bytes.empty()) {
     char* end = nullptr;
-    const unsigned long long n = std::strtoull(bytes, &end, 10);
-    if (end != bytes && *end == '\0') budget = n < min_budget ? min_budget : static_cast<std::size_t>(n);
+    const unsigned long long n = std::strtoull(bytes.c_str(), &end, 10);
+    if (*end == '\0') budget = n < min_budget ? min_budget : static_cast<std::size_t>(n);
   }
   return std::make_unique<iopub_journal>(
       xeus::get_end_point(config.m_transport, config.m_ip, config.m_iopub_port), path, budget);

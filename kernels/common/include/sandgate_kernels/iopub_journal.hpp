@@ -18,8 +18,9 @@ namespace sandgate::kernels {
 
 class iopub_journal {
  public:
-  // Null unless SANDGATE_KERNEL_JOURNAL is set. Call before the kernel binds
-  // (ZeroMQ connects once the socket exists) and with SIGINT blocked.
+  // Null unless SANDGATE_KERNEL_JOURNAL is set; removes the journal's
+  // variables from the environment. Call before any thread exists (and so
+  // with SIGINT blocked) and before the kernel binds.
   static std::unique_ptr<iopub_journal> from_environment(const xeus::xconfiguration& config);
 
   iopub_journal(std::string endpoint, std::string base_path, std::size_t budget_bytes);
