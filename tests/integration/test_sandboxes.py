@@ -366,10 +366,17 @@ class Lifetimes(SandboxTestCase):
         time.sleep(6)  # past the first TTL: that nothing happens has no event to wait on
         self.assertEqual(self.command(sb["id"], cmd="echo alive")["stdout"], "alive\n")
 
+    def culls(self):
+        r = self.gw.request("GET", "metrics")
+        return next(float(line.split()[1]) for line in r.body.decode().splitlines()
+                    if line.startswith("sandgate_culls_total "))
+
     def test_idle_sandbox_is_culled(self):
+        before = self.culls()
         sb = self.new_sandbox(idle_timeout_s=2)
         wait_until(lambda: self.gw.request("GET", f"api/sandboxes/{sb['id']}").status == 404, 30, "the cull")
         self.assertEqual(self.gw.request("GET", f"api/sandboxes/{sb['id']}").json()["reason"], "culled")
+        self.assertGreaterEqual(self.culls() - before, 1)
 
 
 class Ownership(SandboxTestCase):

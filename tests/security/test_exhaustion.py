@@ -122,6 +122,11 @@ print("balloon survived", len(chunks) * 16, "MiB")
         self.assertEqual(restarting[0].get("reason"), "oom", f"the OOM cause is not visible: {restarting}")
         events = [e for e in self.gw.log_events() if e.get("kernel_id") == k.id and e.get("status") == "oom"]
         self.assertTrue(events, "the gateway did not log the OOM")
+        status, body = self.gw.request("GET", "metrics")
+        self.assertEqual(status, 200)
+        ooms = [float(line.split()[1]) for line in body.decode().splitlines()
+                if line.startswith("sandgate_oom_kills_total ")]
+        self.assertGreaterEqual(ooms, [1.0], "the OOM kill is not counted in /metrics")
         # The cell's answer and its execution record name the cause too.
         self.assertEqual(r["error"][0], "KernelDied", r["error"])
         self.assertIn("oom", r["error"][1])

@@ -328,6 +328,9 @@ void router::get_metrics(context& ctx) {
       "# TYPE sandgate_sandboxes_ended_total counter\n";
   for (const auto& [reason, n] : m.sandboxes_ended)
     out += "sandgate_sandboxes_ended_total{reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
+  const auto culled = m.sandboxes_ended.find("culled");
+  counter("sandgate_culls_total", "Sandboxes ended by idle culling.",
+          culled == m.sandboxes_ended.end() ? 0 : culled->second);
   counter("sandgate_oom_kills_total", "Processes killed by a sandbox's memory limit.", m.oom_kills);
   counter("sandgate_commands_total", "Commands run in sandboxes.", m.commands);
   counter("sandgate_command_timeouts_total", "Commands killed at their timeout.", m.command_timeouts);

@@ -18,8 +18,9 @@ class histogram {
   [[nodiscard]] std::string render(const std::string& name, const std::string& help) const;
 
  private:
-  static constexpr std::array<double, 12> bounds_s = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                      0.25,  0.5,   1,    2.5,   5,    10};
+  // Up to the longest execution a policy allows by default (600 s).
+  static constexpr std::array<double, 17> bounds_s = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                      2.5,   5,     10,   30,    60,   120, 300,  600};
   std::array<std::uint64_t, bounds_s.size()> buckets_{};
   std::uint64_t count_ = 0;
   double sum_s_ = 0;
