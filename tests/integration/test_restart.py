@@ -24,6 +24,26 @@ def stored_execution(state_dir, kernel_id, msg_id):
         db.close()
 
 
+def sandbox_host_uids(supervisor_pids):
+    """The host uids that the sandboxes of these supervisors map to (from
+    their inner processes' uid_map)."""
+    uids = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                ppid = int(next(line for line in f if line.startswith("PPid:")).split()[1])
+            if ppid not in supervisor_pids:
+                continue
+            with open(f"/proc/{pid}/uid_map") as f:
+                for line in f:
+                    inside, outside, count = map(int, line.split())
+                    if (inside, outside) != (0, 0):
+                        uids |= set(range(outside, outside + min(count, 65536)))
+        except (OSError, StopIteration, ValueError):
+            continue
+    return uids
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -258,9 +278,13 @@ class GatewayRestart(unittest.TestCase):
         self.assertIn("sandbox_unknown_left_alone", events)
         self.assertTrue(any(n.startswith("registry.db.corrupt-") for n in os.listdir(gw.state_dir)))
         self.assertTrue(all(alive(p) for p in supervisors), "the gateway touched a sandbox it does not know")
-        # New work goes on normally.
+        # New work goes on normally, under host uids of its own.
         new = self.ok(gw2.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
         self.assertEqual(self.run_code(gw2, new, "6 * 7")["result"], "42")
+        old_uids = sandbox_host_uids(supervisors)
+        new_uids = sandbox_host_uids(set(gw2.kernel_pids()) - set(supervisors))
+        self.assertTrue(old_uids and new_uids, (old_uids, new_uids))
+        self.assertFalse(old_uids & new_uids, "a new sandbox shares host uids with one the gateway does not know")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 
 #include <sys/mount.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cmath>
@@ -258,6 +259,28 @@ std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::restore() {
   return restored;
 }
 
+// The host id slot of the supervisor at the other end of a control socket,
+// from its command line (the gateway that started it passed --host-id-slot).
+std::optional<unsigned> sandbox_manager::slot_of_peer(int socket_fd) {
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.pid <= 0)
+    return std::nullopt;
+  std::ifstream cmdline("/proc/" + std::to_string(peer.pid) + "/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(cmdline, arg, '\0');)
+    args.push_back(arg);
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--host-id-slot") continue;
+    try {
+      return static_cast<unsigned>(std::stoul(args[i + 1]));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 void sandbox_manager::remove_orphans(const std::set<std::string>& known) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(cfg_.state_dir / "run", ec)) {
@@ -268,8 +291,13 @@ void sandbox_manager::remove_orphans(const std::set<std::string>& known) {
     boost::system::error_code connect_error;
     probe.connect(boost::asio::local::stream_protocol::endpoint(control.string()), connect_error);
     if (!connect_error) {
+      // Its host id range stays its own: no new sandbox may share its uids.
+      const auto slot = slot_of_peer(probe.native_handle());
+      if (slot) used_slots_.insert(*slot);
       log::warn("sandbox_unknown_left_alone",
-                {{"sandbox_id", id}, {"why", "its supervisor runs but the registry has no record of it"}});
+                {{"sandbox_id", id},
+                 {"why", "its supervisor runs but the registry has no record of it"},
+                 {"host_id_slot", slot ? std::to_string(*slot) : std::string("unknown")}});
       continue;
     }
     ::umount2(entry.path().c_str(), MNT_DETACH);  // the run dir's tmpfs, if any

@@ -145,6 +145,7 @@ class sandbox_manager {
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
                                      sandbox_entry& entry, api_error& err);
   unsigned claim_slot();
+  static std::optional<unsigned> slot_of_peer(int socket_fd);
   void persist(const sandbox_entry& s);
   void watch_end(const std::shared_ptr<sandbox_entry>& s);
   void remove_orphans(const std::set<std::string>& known);
