@@ -44,6 +44,12 @@ def sandbox_host_uids(supervisor_pids):
     return uids
 
 
+def workspace_of(gw):
+    """The workspace of the gateway's only sandbox, through its supervisor (pid 1 inside)."""
+    return next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
+                if os.path.isdir(f"/proc/{p}/root/workspace"))
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -138,6 +144,11 @@ class GatewayRestart(unittest.TestCase):
             "allow_stdin": False, "stop_on_error": True})
         return ws, msg_id
 
+    def kernel_and_workspace(self, gw):
+        """A new kernel in a sandbox of its own, and its workspace as the host sees it."""
+        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
+        return kid, workspace_of(gw)
+
     def final_record(self, gw, kid, msg_id, timeout=60):
         def ended():
             r = gw.request("GET", f"api/kernels/{kid}/executions/{msg_id}")
@@ -146,9 +157,7 @@ class GatewayRestart(unittest.TestCase):
 
     def test_kill_9_during_a_cell_that_prints_keeps_its_whole_output(self):
         gw = self.start()
-        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
-        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
-                    if os.path.isdir(f"/proc/{p}/root/workspace"))
+        kid, root = self.kernel_and_workspace(gw)
         ws, msg_id = self.execute_over_websocket(
             gw, kid, "import time, pathlib\nfor i in range(100):\n    print(i, flush=True)\n"
                      "    pathlib.Path('progress').write_text(str(i))\n    time.sleep(0.1)\n'done'")
@@ -176,9 +185,7 @@ class GatewayRestart(unittest.TestCase):
 
     def test_a_cell_that_ends_while_no_gateway_runs_is_recorded_from_the_journal(self):
         gw = self.start()
-        kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
-        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
-                    if os.path.isdir(f"/proc/{p}/root/workspace"))
+        kid, root = self.kernel_and_workspace(gw)
         ws, msg_id = self.execute_over_websocket(
             gw, kid, "import time, pathlib\nprint('before', flush=True)\ntime.sleep(1)\n"
                      "print('after', flush=True)\npathlib.Path('cell-ended').touch()\n"
@@ -205,8 +212,7 @@ class GatewayRestart(unittest.TestCase):
                       f"Host: {gw.host}\r\nAuthorization: token {gw.token}\r\n"
                       f"Content-Length: {8 * 1024 * 1024}\r\n\r\n").encode() + b"x" * (1024 * 1024))
         # The gateway has the first MiB when the upload's temporary file holds it.
-        root = next(f"/proc/{p}/root/workspace" for p in gw.kernel_pids()
-                    if os.path.isdir(f"/proc/{p}/root/workspace"))  # the supervisor, pid 1 inside
+        root = workspace_of(gw)
 
         def partial():
             try:

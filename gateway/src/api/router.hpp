@@ -152,6 +152,7 @@ class router {
   const std::shared_ptr<kernel>& watch(const std::shared_ptr<kernel>& k);
   // An audit line for what the caller did.
   void audit(const context& ctx, std::string_view event, const nlohmann::ordered_json& fields) const;
+  void audit_session_kernel(const context& ctx, const kernel& k, const std::string& session_id) const;
 
   // The caller's kernel, or nothing (after answering 404).
   std::shared_ptr<kernel> own_kernel(context& ctx, const std::string& id);

@@ -82,14 +82,19 @@ void router::post_session(context& ctx) {
                                                 std::optional<api_error> err) mutable {
         if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
         watch(k);
-        audit(*self, "kernel.create",
-              {{"kernel_id", k->id()},
-               {"kernel_name", k->name()},
-               {"sandbox_id", k->sandbox_id()},
-               {"implicit_sandbox", true},
-               {"session_id", session_id}});
+        audit_session_kernel(*self, *k, session_id);
         finish(k->id());
       });
+}
+
+// A kernel a session started, in a sandbox of its own.
+void router::audit_session_kernel(const context& ctx, const kernel& k, const std::string& session_id) const {
+  audit(ctx, "kernel.create",
+        {{"kernel_id", k.id()},
+         {"kernel_name", k.name()},
+         {"sandbox_id", k.sandbox_id()},
+         {"implicit_sandbox", true},
+         {"session_id", session_id}});
 }
 
 void router::patch_session(context& ctx, const std::string& id) {
@@ -119,12 +124,7 @@ void router::patch_session(context& ctx, const std::string& id) {
             if (!rec) return self->reply(self->error(http::status::not_found, "Session was deleted"));
             rec->kernel_id = k->id();
             watch(k);
-            audit(*self, "kernel.create",
-                  {{"kernel_id", k->id()},
-                   {"kernel_name", k->name()},
-                   {"sandbox_id", k->sandbox_id()},
-                   {"implicit_sandbox", true},
-                   {"session_id", id}});
+            audit_session_kernel(*self, *k, id);
             if (auto old = kernels_.find(old_kernel))
               audit(*self, "kernel.delete",
                     {{"kernel_id", old_kernel}, {"sandbox_id", old->sandbox_id()}, {"session_id", id}});

@@ -51,21 +51,25 @@ std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id
   auto r = std::make_shared<execution_record>();
   r->msg_id = msg_id;
   if (!request_content.empty()) digest_code(*r, request_content, "request");
-  if (!records_.emplace(msg_id, r).second) return records_[msg_id];
-  order_.push_back(msg_id);
+  if (!insert(r)) return records_[msg_id];
   evict();
   if (on_start_) on_start_(*r);
   return r;
+}
+
+bool execution_log::insert(const std::shared_ptr<execution_record>& r) {
+  if (!records_.emplace(r->msg_id, r).second) return false;
+  order_.push_back(r->msg_id);
+  return true;
 }
 
 std::shared_ptr<execution_record> execution_log::restore(const json& stored) {
   if (!stored.is_object() || !stored.contains("msg_id") || !stored["msg_id"].is_string() ||
       !stored.contains("started_us") || !stored["started_us"].is_number_integer())
     return nullptr;
-  const auto msg_id = stored["msg_id"].get<std::string>();
-  if (msg_id.empty() || records_.count(msg_id)) return nullptr;
   auto r = std::make_shared<execution_record>();
-  r->msg_id = msg_id;
+  r->msg_id = stored["msg_id"].get<std::string>();
+  if (r->msg_id.empty()) return nullptr;
   r->reply_lost = true;
   r->started = std::chrono::system_clock::time_point(
       std::chrono::microseconds(stored["started_us"].get<std::int64_t>()));
@@ -76,9 +80,7 @@ std::shared_ptr<execution_record> execution_log::restore(const json& stored) {
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed);
   if (stored.contains("timeout_ms") && stored["timeout_ms"].is_number_integer())
     r->timeout = std::chrono::milliseconds(stored["timeout_ms"].get<std::int64_t>());
-  records_.emplace(msg_id, r);
-  order_.push_back(msg_id);
-  return r;
+  return insert(r) ? r : nullptr;
 }
 
 std::shared_ptr<execution_record> execution_log::find(const std::string& msg_id) const {

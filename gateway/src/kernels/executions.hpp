@@ -103,6 +103,7 @@ class execution_log {
 
  private:
   void maybe_finish(execution_record& r);
+  bool insert(const std::shared_ptr<execution_record>& r);  // false: the msg_id is taken
   void evict();
 
   execution_limits limits_;

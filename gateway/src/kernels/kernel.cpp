@@ -312,14 +312,10 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     return;
   }
   touch();
-  std::string status;  // the execution_state of a status message, read once
-  if (ch == channel::iopub && msg.msg_type() == "status") {
-    const auto content = nlohmann::json::parse(msg.content, nullptr, false);
-    if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
-      status = content["execution_state"].get<std::string>();
-    if (!status.empty() && phase_ == phase::running) state_ = status;
-  }
-  if (taken_up_.empty() || !record_taken_up(msg, status)) record(ch, msg, status);
+  // The execution_state of a status message, read once.
+  const std::string status = ch == channel::iopub ? execution_state_of(msg) : std::string();
+  if (!status.empty() && phase_ == phase::running) state_ = status;
+  if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(msg, status)) record(ch, msg, status);
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
   if (ch == channel::iopub && start_done_) {
     // Ready needs iopub too: until the subscription carries messages, output would be lost.
@@ -330,6 +326,14 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     broadcast(out);
   else
     route_reply(out);
+}
+
+std::string kernel::execution_state_of(const protocol::message& msg) {
+  if (msg.msg_type() != "status") return {};
+  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
+  if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
+    return content["execution_state"].get<std::string>();
+  return {};
 }
 
 void kernel::record(channel ch, const protocol::message& msg, std::string_view status) {

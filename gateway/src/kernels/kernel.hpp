@@ -142,6 +142,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   bool record_taken_up(const protocol::message& msg, std::string_view status);
   void replay_journal();
   void record(protocol::channel ch, const protocol::message& msg, std::string_view status);
+  // The execution_state of an iopub status message; empty for any other.
+  static std::string execution_state_of(const protocol::message& msg);
   void route_reply(const std::shared_ptr<outgoing>& out);
   void broadcast(const std::shared_ptr<outgoing>& out);
   void buffer_for(const std::string& session_id, const std::shared_ptr<outgoing>& out);

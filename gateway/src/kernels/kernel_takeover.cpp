@@ -45,14 +45,6 @@ std::vector<protocol::journal_record> read_journal_file(const std::filesystem::p
   return protocol::parse_journal(data);
 }
 
-std::string state_of(const protocol::message& msg) {
-  if (msg.msg_type() != "status") return {};
-  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
-  if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
-    return content["execution_state"].get<std::string>();
-  return {};
-}
-
 }  // namespace
 
 void kernel::take_up_executions(const std::vector<std::string>& stored) {
@@ -87,7 +79,7 @@ void kernel::replay_journal() {
     if (protocol::decode(std::move(rec.frames), signer_, msg)) continue;  // not signed with its key
     auto it = taken_up_.find(msg.parent.msg_id);
     if (it == taken_up_.end() || !it->second.counted.insert(msg.msg_id()).second) continue;
-    const std::string status = state_of(msg);
+    const std::string status = execution_state_of(msg);
     if (status == "busy" || msg.msg_type() == "execute_input") began.insert(it->first);
     record(channel::iopub, msg, status);
     ++used;
@@ -96,7 +88,7 @@ void kernel::replay_journal() {
     auto& t = it->second;
     t.journal_read = true;
     for (const auto& msg : t.held)
-      if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, state_of(msg));
+      if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, execution_state_of(msg));
     t.held.clear();
     auto r = executions_.find(it->first);
     // Without its beginning (no journal, or it rolled over) the record
