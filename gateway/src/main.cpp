@@ -87,6 +87,7 @@ int run(sg::config cfg) {
   sg::kernel_manager kernels(io, cfg, specs, exe_dir, *registry);
   kernels.sandboxes().set_audit(&audit);
   kernels.restore();
+  kernels.fill_pools();
   sg::router router(cfg, kernels, token, audit, exe_dir / ".." / "share" / "sandgate" / "openapi.json");
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};

@@ -91,6 +91,10 @@ const std::vector<std::string> all_options = {
     "replay-retention-s",
     "max-kernel-restarts",
     "sandbox-idle-timeout-s",
+    "pool",
+    "pool-max-depth",
+    "pool-memory-bytes",
+    "pool-preload",
 };
 
 std::string env_name_of(const std::string& option) {
@@ -196,6 +200,7 @@ TEST(config, every_option_in_help_is_accepted) {
     if (arg == "LEVEL") value = "debug";
     if (arg == "ADDR") value = "127.0.0.1";
     if (arg.empty()) value = "true";
+    if (name == "pool") value = "python=1";
     std::vector<std::string> args{"--" + name, value};
     if (arg.empty()) args = {"--" + name};  // a flag
     if (name == "certfile") args = {"--certfile", "c.pem", "--keyfile", "k.pem"};
@@ -219,6 +224,19 @@ TEST(config, numbers_within_their_type) {
   EXPECT_EQ(parse_ok({"--port", "65535"}).port, 65535);
   EXPECT_EQ(parse_ok({"--node-id", "65535"}).node_id, 65535);
   EXPECT_EQ(parse_ok({"--http-body-limit-bytes", "1048576"}).http_body_limit_bytes, 1048576u);
+}
+
+TEST(config, pools_by_kernelspec_with_their_depth) {
+  const config c = parse_ok({"--pool", "python=4,bash=1,ir=0", "--pool-preload", "numpy,pandas"});
+  EXPECT_EQ(c.pools, (std::map<std::string, unsigned>{{"python", 4}, {"bash", 1}}));  // depth 0: no pool
+  EXPECT_EQ(c.pool_preload, (std::vector<std::string>{"numpy", "pandas"}));
+  temp_file file(R"({"pool": "python=2", "pool-max-depth": 8})");
+  const config f = parse_ok({"--config", file.path()});
+  EXPECT_EQ(f.pools, (std::map<std::string, unsigned>{{"python", 2}}));
+  EXPECT_EQ(f.pool_max_depth, 8u);
+  EXPECT_TRUE(parse_ok({}).pools.empty());
+  for (const auto* bad : {"python", "=4", "python=four", "python=-1"})
+    EXPECT_THROW((void)parse({"--pool", bad}), config_error) << bad;
 }
 
 struct bad_case {

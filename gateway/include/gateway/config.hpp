@@ -50,6 +50,14 @@ struct config {
   // A sandbox (implicit ones, made for one kernel, included) idle this long
   // is culled with its kernels; creators may ask for less. 0: never.
   std::uint64_t sandbox_idle_timeout_s = 0;
+
+  // Warm pools: per kernelspec, how many fully started sandboxed kernels to
+  // keep ready at least. Depth grows with the claim rate up to
+  // pool_max_depth, within pool_memory_bytes for all pools together.
+  std::map<std::string, unsigned> pools;
+  unsigned pool_max_depth = 32;
+  std::uint64_t pool_memory_bytes = 4ull * 1024 * 1024 * 1024;
+  std::vector<std::string> pool_preload;  // modules pool kernels import before they are claimed
 };
 
 // Thrown for bad options, with a message meant for the operator.

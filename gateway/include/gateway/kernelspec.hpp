@@ -22,6 +22,9 @@ struct kernelspec {
   // metadata.sandgate.iopub_journal: the kernel keeps an iopub journal when
   // told where (Sandgate's own kernels do).
   bool iopub_journal = false;
+  // metadata.sandgate.preload_option: the option (e.g. "--preload") that
+  // takes a comma-separated list of modules to import at start; empty: none.
+  std::string preload_option;
   std::string raw_json;                // kernel.json as on disk, for the REST "spec"
   std::vector<std::string> resources;  // file names beside kernel.json (logos, ...)
 };

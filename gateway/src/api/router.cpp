@@ -335,6 +335,29 @@ void router::get_metrics(context& ctx) {
   counter("sandgate_commands_total", "Commands run in sandboxes.", m.commands);
   counter("sandgate_command_timeouts_total", "Commands killed at their timeout.", m.command_timeouts);
   counter("sandgate_auth_failures_total", "Requests refused for a missing or wrong token.", m.auth_failures);
+  const auto pools = kernels_.pool().statuses();
+  auto per_pool = [&](const std::string& name, const std::string& type, const std::string& help, auto field) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& [kernel_name, st] : pools)
+      out += name + "{kernel=\"" + kernel_name + "\"} " + std::to_string(field(st)) + "\n";
+  };
+  using pool_status = kernel_pool::status;
+  per_pool("sandgate_pool_ready", "gauge", "Warm pool kernels started and waiting to be claimed.",
+           [](const pool_status& s) { return s.ready; });
+  per_pool("sandgate_pool_starting", "gauge", "Warm pool kernels starting.",
+           [](const pool_status& s) { return s.starting; });
+  per_pool("sandgate_pool_target", "gauge", "Ready kernels the pool aims at now (adapts to the claim rate).",
+           [](const pool_status& s) { return s.target; });
+  per_pool("sandgate_pool_memory_bytes", "gauge", "Proportional set size of the ready kernels' sandboxes.",
+           [](const pool_status& s) { return s.memory_bytes; });
+  per_pool("sandgate_pool_claims_total", "counter", "Kernels and sandboxes served from the pool.",
+           [](const pool_status& s) { return s.claims; });
+  per_pool("sandgate_pool_misses_total", "counter", "Claims that found the pool empty and started cold.",
+           [](const pool_status& s) { return s.misses; });
+  per_pool("sandgate_pool_start_failures_total", "counter", "Pool kernels that failed to start.",
+           [](const pool_status& s) { return s.failures; });
+  per_pool("sandgate_pool_retired_total", "counter", "Pool kernels ended unclaimed (surplus, age, stop).",
+           [](const pool_status& s) { return s.retired; });
   response res{http::status::ok, ctx.req.version()};
   res.set(http::field::server, "sandgate");
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");

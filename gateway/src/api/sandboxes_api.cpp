@@ -49,6 +49,7 @@ json router::sandbox_model(const sandbox_entry& s) const {
 
 std::shared_ptr<sandbox_entry> router::own_sandbox(context& ctx, const std::string& id) {
   auto s = is_uuid(id) ? kernels_.sandboxes().find(id) : nullptr;
+  if (s && s->pooled) s = nullptr;  // a warm pool's: nobody's yet
   if (!s || !ctx.who.sees(s->owner)) {
     ctx.reply(
         ctx.not_found("Sandbox does not exist: " + id, s ? std::nullopt : kernels_.sandboxes().gone(id)));

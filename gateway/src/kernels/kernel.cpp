@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <utility>
 
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
@@ -348,7 +349,13 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
     return;
   }
   if (it->second.internal) {
-    if (m.msg_type() == "kernel_info_reply" && start_done_) {
+    if (auto waiter = internal_replies_.find(m.parent.msg_id); waiter != internal_replies_.end()) {
+      auto done = std::move(waiter->second);
+      internal_replies_.erase(waiter);
+      const auto content = nlohmann::json::parse(m.content, nullptr, false);
+      const bool ok = content.is_object() && content.value("status", "") == "ok";
+      done(ok ? std::string() : "the kernel answered " + content.value("status", std::string("nothing")));
+    } else if (m.msg_type() == "kernel_info_reply" && start_done_) {
       probe_answered_ = true;
       if (iopub_seen_) return on_started({});
       // The kernel answers but our subscription missed its status (it was
@@ -498,6 +505,45 @@ void kernel::execute(const std::string& code, std::optional<std::chrono::millise
   remember(msg.msg_id(), {{}, {}, true, "execute_request", msg.header});
   executions_.wait(msg.msg_id(), std::move(done));
   touch();
+  send_to_kernel(channel::shell, msg);
+}
+
+void kernel::claim(const std::string& owner, bool owns_sandbox,
+                   const std::map<std::string, std::string>& env) {
+  opts_.owner = owner;
+  opts_.owns_sandbox = owns_sandbox;
+  for (const auto& [name, value] : env)
+    opts_.env[name] = value;
+}
+
+bool kernel::can_apply_env() const {
+  return opts_.spec.language == "python" || opts_.spec.language == "bash";
+}
+
+void kernel::apply_env(const std::map<std::string, std::string>& env, done_handler done) {
+  if (env.empty()) return done({});
+  if (phase_ != phase::running) return done("the kernel is " + state_);
+  std::string code;
+  if (opts_.spec.language == "python") {
+    // A JSON object of strings is a Python dict literal.
+    code = "__import__('os').environ.update(" + nlohmann::json(env).dump() + ")";
+  } else if (opts_.spec.language == "bash") {
+    for (const auto& [name, value] : env) {  // names are identifiers (the API checks them)
+      std::string quoted = "'";
+      for (char ch : value)
+        quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      code += "export " + name + "=" + quoted + "'\n";
+    }
+  } else {
+    return done("cannot set variables in a running " + opts_.spec.language + " kernel");
+  }
+  const auto content =
+      nlohmann::json{{"code", code},           {"silent", true},
+                     {"store_history", false}, {"user_expressions", nlohmann::json::object()},
+                     {"allow_stdin", false},   {"stop_on_error", false}};
+  auto msg = protocol::make_message("execute_request", content.dump(), session_);
+  remember(msg.msg_id(), {{}, {}, true, "execute_request", {}});
+  internal_replies_.emplace(msg.msg_id(), std::move(done));
   send_to_kernel(channel::shell, msg);
 }
 
@@ -722,6 +768,8 @@ void kernel::finish_stop(const std::string& why) {
   execution_timer_.cancel();
   executions_.end_all("the kernel was shut down (" + why + ")", false);
   taken_up_.clear();
+  for (auto& [msg_id, done] : std::exchange(internal_replies_, {}))
+    done("the kernel ended (" + why + ")");
   auto clients = std::move(clients_);
   clients_.clear();
   for (const auto& c : clients)

@@ -93,6 +93,17 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // published while no gateway listened, and goes on with live output.
   void take_up_executions(const std::vector<std::string>& stored);
 
+  // A warm pool's kernel becomes `owner`'s: restarts launch it with `env`
+  // merged in, and `owns_sandbox` says whether its sandbox ends with it. The
+  // running process gets `env` from apply_env().
+  void claim(const std::string& owner, bool owns_sandbox, const std::map<std::string, std::string>& env);
+  // Sets variables in the running kernel's process environment, with a
+  // silent execute of the kernelspec's language (python or bash); `done`
+  // gets an error for any other language, or when the execute fails.
+  void apply_env(const std::map<std::string, std::string>& env, done_handler done);
+  // Whether apply_env() can reach this kernel's language.
+  [[nodiscard]] bool can_apply_env() const;
+
   void attach(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the
   // session's replay buffer.
@@ -118,7 +129,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   struct pending_request {
     std::weak_ptr<kernel_client> client;
     std::string session_id;
-    bool internal = false;  // the gateway's own probe or nudge
+    bool internal = false;  // the gateway's own probe, nudge or silent execute
     std::string msg_type;   // of the request
     std::string header;     // the request's header text, to parent a reply the kernel never sent
   };
@@ -187,6 +198,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
   std::vector<std::shared_ptr<kernel_client>> clients_;
   std::unordered_map<std::string, pending_request> pending_;
+  std::unordered_map<std::string, done_handler> internal_replies_;  // silent executes by msg_id
   std::deque<std::string> pending_order_;
   std::map<std::string, replay_buffer> replay_;
 

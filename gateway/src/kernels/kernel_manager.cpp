@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <thread>
+#include <utility>
 
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
@@ -23,10 +25,22 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
       specs_(specs),
       registry_(reg),
       sigchld_(io, SIGCHLD),
-      sandboxes_(io, cfg, specs, std::move(exe_dir), reg) {
+      sandboxes_(io, cfg, specs, std::move(exe_dir), reg),
+      pool_(
+          io,
+          pool_settings{cfg.pools, cfg.pool_max_depth, cfg.pool_memory_bytes,
+                        std::max(1u, std::thread::hardware_concurrency()),
+                        std::chrono::seconds(sandboxes_.max_ttl_s() / 2)},
+          [this](const std::string& name, auto done) { start_pool_member(name, std::move(done)); },
+          [this](pool_member& m) { retire_pool_member(m); }) {
   zmq_.set(zmq::ctxopt::blocky, false);
   // A sandbox that ends by itself (TTL) or is culled takes its kernels with it.
   sandboxes_.on_sandbox_end([this](const std::shared_ptr<sandbox_entry>& s, const std::string& reason) {
+    if (auto m = pool_.forget(s->id)) m->k->terminate("sandbox " + reason);
+    if (auto it = reserved_.find(s->id); it != reserved_.end()) {
+      it->second->terminate("sandbox " + reason);
+      reserved_.erase(it);
+    }
     for (const auto& id : std::set<std::string>(s->kernels))
       if (auto k = find(id)) {
         kernels_.erase(id);
@@ -51,6 +65,7 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
 }
 
 kernel_manager::~kernel_manager() {
+  pool_.stop();
   for (auto& [id, k] : kernels_)
     k.reset();
   zmq_.shutdown();
@@ -162,6 +177,7 @@ std::shared_ptr<sandbox_entry> kernel_manager::create_sandbox(const sandbox_sett
     err = *e;
     return nullptr;
   }
+  if (auto s = claim_pooled_sandbox(settings, who, err); s || !err.message.empty()) return s;
   return sandboxes_.create(settings, who.name, false, unsandboxed("*"), err);
 }
 
@@ -180,14 +196,16 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   std::shared_ptr<sandbox_entry> box;
   if (!sandbox_id.empty()) {
     box = sandboxes_.find(sandbox_id);
-    if (!box || !who.sees(box->owner)) {
+    if (!box || box->pooled || !who.sees(box->owner)) {
       const auto why = sandboxes_.gone(sandbox_id);
       return done(nullptr, api_error{404, why ? *why : "Not Found", "Sandbox does not exist: " + sandbox_id});
     }
     if (auto e = over_quota(who, false, 0, true)) return done(nullptr, *e);
+    if (take_reserved_kernel(*box, name, env, who, done)) return;
   } else {
     if (auto e = over_quota(who, true, sandboxes_.default_limits().memory_bytes, true))
       return done(nullptr, *e);
+    if (claim_pooled_kernel(name, env, who, done)) return;
     api_error err;
     box = sandboxes_.create({}, owner, true, unsandboxed(name), err);
     if (!box) return done(nullptr, err);
@@ -244,6 +262,14 @@ void kernel_manager::restore() {
   std::map<std::string, std::shared_ptr<sandbox_entry>> boxes;
   for (auto& s : sandboxes_.restore())
     boxes.emplace(s->id, s);
+  // A warm pool's members are not taken back: the new gateway fills its own.
+  for (auto it = boxes.begin(); it != boxes.end();)
+    if (it->second->pooled) {
+      sandboxes_.destroy(it->first, "retired");
+      it = boxes.erase(it);
+    } else {
+      ++it;
+    }
   for (const auto& row : registry_.live(registry::kind::kernel)) {
     auto it = boxes.find(row.parent);
     nlohmann::json record = nlohmann::json::parse(row.record, nullptr, false);
@@ -285,7 +311,16 @@ void kernel_manager::restore() {
     if (box->implicit && box->kernels.empty()) sandboxes_.destroy(id, "lost");
 }
 
+// A pool's members and the kernels claimed sandboxes brought along are the
+// gateway's own, never left running without it.
+void kernel_manager::end_unclaimed() {
+  pool_.stop();
+  for (auto& [id, k] : std::exchange(reserved_, {}))
+    k->terminate("the gateway stops");
+}
+
 void kernel_manager::detach_all(std::function<void()> done) {
+  end_unclaimed();
   std::vector<std::shared_ptr<kernel>> host;
   for (const auto& k : list()) {
     auto box = sandboxes_.find(k->sandbox_id());
@@ -330,6 +365,10 @@ void kernel_manager::shutdown_kernel(const std::string& id, std::function<void()
 void kernel_manager::delete_sandbox(const std::string& sandbox_id, std::function<void()> done) {
   auto s = sandboxes_.find(sandbox_id);
   if (!s) return done();
+  if (auto it = reserved_.find(sandbox_id); it != reserved_.end()) {
+    it->second->terminate("sandbox deleted");
+    reserved_.erase(it);
+  }
   for (const auto& id : s->kernels)
     if (auto k = find(id)) {
       kernels_.erase(id);
@@ -340,6 +379,7 @@ void kernel_manager::delete_sandbox(const std::string& sandbox_id, std::function
 }
 
 void kernel_manager::shutdown_all(std::function<void()> done) {
+  end_unclaimed();
   auto remaining = std::make_shared<std::size_t>(kernels_.size());
   if (*remaining == 0) return done();
   auto all = list();

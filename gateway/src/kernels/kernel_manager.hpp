@@ -4,6 +4,7 @@
 
 #include "../api/auth.hpp"
 #include "kernel.hpp"
+#include "kernel_pool.hpp"
 #include "sandbox_manager.hpp"
 
 #include <gateway/config.hpp>
@@ -65,6 +66,10 @@ class kernel_manager {
   // The operator let this kernelspec ("*": every one) run outside a sandbox.
   [[nodiscard]] bool unsandboxed(const std::string& kernel_name) const;
 
+  // Starts filling the warm pools (after restore()).
+  void fill_pools() { pool_.begin(); }
+  [[nodiscard]] const kernel_pool& pool() const noexcept { return pool_; }
+
  private:
   // 429 when one more sandbox (of `memory_bytes`) or kernel would pass a quota.
   std::optional<api_error> over_quota(const principal& who, bool new_sandbox, std::uint64_t memory_bytes,
@@ -77,6 +82,25 @@ class kernel_manager {
   // Registers a new or re-attached kernel and keeps its ended executions.
   void adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box);
   void watch_children();
+  void end_unclaimed();
+  // Warm pools (kernel_pool_members.cpp): a member's start and end, and
+  // claims by a new kernel or sandbox.
+  void start_pool_member(const std::string& name, std::function<void(std::optional<pool_member>)> done);
+  void retire_pool_member(pool_member& m);
+  // A pool kernel for `name` with `env`, or false when none can serve (the
+  // caller starts one cold).
+  bool claim_pooled_kernel(const std::string& name, const std::map<std::string, std::string>& env,
+                           const principal& who, const start_handler& done);
+  // The kernel a sandbox taken from a pool brought along, for the first
+  // kernel of its name started in it.
+  bool take_reserved_kernel(sandbox_entry& box, const std::string& name,
+                            const std::map<std::string, std::string>& env, const principal& who,
+                            const start_handler& done);
+  std::shared_ptr<sandbox_entry> claim_pooled_sandbox(const sandbox_settings& settings, const principal& who,
+                                                      api_error& err);
+  // Hands a claimed kernel to its owner: registry, its new environment.
+  void hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& box,
+                 const std::map<std::string, std::string>& env, const principal& who, start_handler done);
   [[nodiscard]] kernel_options options_for(const std::string& id, const std::string& owner,
                                            const kernelspec& spec, const sandbox_entry& box) const;
 
@@ -88,6 +112,9 @@ class kernel_manager {
   boost::asio::signal_set sigchld_;
   sandbox_manager sandboxes_;
   std::map<std::string, std::shared_ptr<kernel>> kernels_;
+  // Kernels that came with sandboxes claimed from a pool, by sandbox id.
+  std::map<std::string, std::shared_ptr<kernel>> reserved_;
+  kernel_pool pool_;
 };
 
 }  // namespace sandgate::gateway

@@ -30,6 +30,9 @@ std::optional<kernelspec> load_kernelspec(const fs::path& dir) {
     if (j.contains("env")) spec.env = j.at("env").get<std::map<std::string, std::string>>();
     const auto journal = nlohmann::json::json_pointer("/metadata/sandgate/iopub_journal");
     spec.iopub_journal = j.contains(journal) && j.at(journal).is_boolean() && j.at(journal).get<bool>();
+    const auto preload = nlohmann::json::json_pointer("/metadata/sandgate/preload_option");
+    if (j.contains(preload) && j.at(preload).is_string())
+      spec.preload_option = j.at(preload).get<std::string>();
   } catch (const std::exception& e) {
     log::warn("kernelspec_invalid", {{"path", (dir / "kernel.json").string()}, {"error", e.what()}});
     return std::nullopt;

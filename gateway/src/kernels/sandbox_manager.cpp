@@ -84,6 +84,7 @@ std::int64_t unix_now() {
 // A sandbox's registry record: what a later gateway needs to take it back.
 json to_record(const sandbox_entry& s) {
   return {{"implicit", s.implicit},
+          {"pooled", s.pooled},
           {"unsandboxed", s.unsandboxed},
           {"created_us",
            std::chrono::duration_cast<std::chrono::microseconds>(s.created.time_since_epoch()).count()},
@@ -110,6 +111,7 @@ std::shared_ptr<sandbox_entry> from_record(const registry_row& row) {
   s->id = row.id;
   s->owner = row.owner;
   s->implicit = r.at("implicit").get<bool>();
+  s->pooled = r.value("pooled", false);
   s->unsandboxed = r.at("unsandboxed").get<bool>();
   s->created =
       std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -403,21 +405,14 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
 
 std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& settings,
                                                        const std::string& owner, bool implicit,
-                                                       bool unsandboxed, api_error& err) {
+                                                       bool unsandboxed, api_error& err, bool pooled) {
   auto s = std::make_shared<sandbox_entry>();
   s->id = new_id(cfg_.node_id);
   s->owner = owner;
   s->implicit = implicit;
+  s->pooled = pooled;
   s->created = std::chrono::system_clock::now();
-  // The operator's idle timeout binds every sandbox, implicit ones too; a
-  // creator may ask for a shorter one.
-  s->idle_timeout_s = settings.idle_timeout_s.value_or(cfg_.sandbox_idle_timeout_s);
-  if (cfg_.sandbox_idle_timeout_s > 0 && s->idle_timeout_s > cfg_.sandbox_idle_timeout_s) {
-    err = {400, "Bad Request",
-           "idle_timeout_s " + std::to_string(s->idle_timeout_s) + " is above this gateway's maximum of " +
-               std::to_string(cfg_.sandbox_idle_timeout_s)};
-    return nullptr;
-  }
+  if (!pooled && !set_idle_timeout(*s, settings, err)) return nullptr;
   s->metadata = settings.metadata;
   s->env = settings.env;
   s->touch();
@@ -466,6 +461,44 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   return s;
 }
 
+bool sandbox_manager::set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings,
+                                       api_error& err) const {
+  // The operator's idle timeout binds every sandbox, implicit ones too; a
+  // creator may ask for a shorter one.
+  const auto timeout = settings.idle_timeout_s.value_or(cfg_.sandbox_idle_timeout_s);
+  if (cfg_.sandbox_idle_timeout_s > 0 && timeout > cfg_.sandbox_idle_timeout_s) {
+    err = {400, "Bad Request",
+           "idle_timeout_s " + std::to_string(timeout) + " is above this gateway's maximum of " +
+               std::to_string(cfg_.sandbox_idle_timeout_s)};
+    return false;
+  }
+  s.idle_timeout_s = timeout;
+  return true;
+}
+
+bool sandbox_manager::poolable(const sandbox_settings& settings) {
+  return !settings.memory_bytes && !settings.cpu && !settings.pids && !settings.workspace_bytes &&
+         !settings.network && settings.env.empty();
+}
+
+std::optional<api_error> sandbox_manager::claim(sandbox_entry& s, const sandbox_settings& settings,
+                                                const std::string& owner, bool implicit) {
+  api_error err;
+  if (settings.ttl_s && *settings.ttl_s > max_ttl_s_)
+    return api_error{400, "Bad Request",
+                     "ttl_s " + std::to_string(*settings.ttl_s) + " is above this gateway's maximum of " +
+                         std::to_string(max_ttl_s_)};
+  if (!set_idle_timeout(s, settings, err)) return err;
+  s.owner = owner;
+  s.implicit = implicit;
+  s.pooled = false;
+  s.metadata = settings.metadata;
+  s.created = std::chrono::system_clock::now();
+  s.touch();
+  persist(s);
+  return std::nullopt;
+}
+
 void sandbox_manager::watch_end(const std::shared_ptr<sandbox_entry>& s) {
   std::weak_ptr<sandbox_entry> weak = s;
   s->box->on_end([this, weak](const std::string& why) {
@@ -497,7 +530,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::find(const std::string& id) cons
 std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::list() const {
   std::vector<std::shared_ptr<sandbox_entry>> out;
   for (const auto& [id, s] : sandboxes_)
-    out.push_back(s);
+    if (!s->pooled) out.push_back(s);
   return out;
 }
 

@@ -67,6 +67,7 @@ struct sandbox_entry {
   std::string id;
   std::string owner;
   bool implicit = false;  // made for one kernel; ends with it
+  bool pooled = false;    // a warm pool's, owned by no one yet: unlisted, never culled
   std::chrono::system_clock::time_point created;
   std::int64_t expires_at = 0;       // unix seconds
   std::uint64_t idle_timeout_s = 0;  // 0: never culled
@@ -122,10 +123,19 @@ class sandbox_manager {
   // Starts a sandbox; its supervisor becomes ready in the background (spawns
   // wait for it). nullptr with `err` set when the settings break the policy.
   std::shared_ptr<sandbox_entry> create(const sandbox_settings& settings, const std::string& owner,
-                                        bool implicit, bool unsandboxed, api_error& err);
+                                        bool implicit, bool unsandboxed, api_error& err, bool pooled = false);
+  // A pooled sandbox becomes `owner`'s, with the creator's idle timeout and
+  // metadata (its limits are the default policy's); the caller then sets its
+  // TTL from now with extend(). nullopt, or the error the settings break.
+  std::optional<api_error> claim(sandbox_entry& s, const sandbox_settings& settings, const std::string& owner,
+                                 bool implicit);
+  // Settings a pooled sandbox already satisfies: nothing about its limits,
+  // network or environment differs from the default policy.
+  [[nodiscard]] static bool poolable(const sandbox_settings& settings);
   // Calls `done` once the sandbox's supervisor answers (or failed to start).
   void when_ready(const std::shared_ptr<sandbox_entry>& s, std::function<void(std::string error)> done);
   [[nodiscard]] std::shared_ptr<sandbox_entry> find(const std::string& id) const;
+  // Every sandbox but the warm pools' (those are nobody's yet).
   [[nodiscard]] std::vector<std::shared_ptr<sandbox_entry>> list() const;
   // Kills everything inside and forgets the sandbox; later lookups of its id
   // (and of `also_ids`, its kernels) answer `reason` for a while.
@@ -151,6 +161,8 @@ class sandbox_manager {
   void remove_orphans(const std::set<std::string>& known);
   void sweep();
   void end(const std::string& id, const std::string& reason);
+  // The creator's idle timeout, within the operator's; false with `err` set.
+  bool set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings, api_error& err) const;
 
   boost::asio::io_context& io_;
   const config& cfg_;

@@ -117,6 +117,26 @@ const std::vector<option>& options() {
        "cull a sandbox (and its kernels; implicit sandboxes too) idle this long; creators may ask for "
        "less; 0: never (default 0)",
        SG_NUM(sandbox_idle_timeout_s)},
+      {"pool", "NAME=N[,NAME=N]",
+       "keep at least N started, sandboxed kernels of kernelspec NAME ready; a new kernel or sandbox "
+       "takes one (default none)",
+       [](config& c, const std::string& v) {
+         c.pools.clear();
+         for (const auto& item : split_list(v)) {
+           const auto eq = item.find('=');
+           if (eq == 0 || eq == std::string::npos) throw config_error("--pool: expected NAME=N, got " + item);
+           const auto depth = parse_number<unsigned>("pool", item.substr(eq + 1));
+           if (depth > 0) c.pools[item.substr(0, eq)] = depth;
+         }
+       }},
+      {"pool-max-depth", "N", "most ready kernels a pool grows to when claims come fast (default 32)",
+       SG_NUM(pool_max_depth)},
+      {"pool-memory-bytes", "N", "most memory all pools' ready kernels may use together (default 4 GiB)",
+       SG_NUM(pool_memory_bytes)},
+      {"pool-preload", "MODULE[,MODULE]",
+       "modules pool kernels import while they wait, for kernelspecs that declare a preload option "
+       "(default none)",
+       [](config& c, const std::string& v) { c.pool_preload = split_list(v); }},
   };
   return table;
 }
