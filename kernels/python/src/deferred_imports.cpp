@@ -9,7 +9,6 @@ namespace {
 
 const char* const script = R"python(
 import importlib
-import importlib.abc
 import importlib.util
 import sys
 import types
@@ -46,9 +45,10 @@ def defer():
     return state
 
 
-class _ThenLoader(importlib.abc.Loader):
+class _ThenLoader:
     """The real loader, followed by then(module); hands the module back to
-    the real loader once it ran."""
+    the real loader once it ran. (Not an importlib.abc.Loader: importing
+    importlib.abc costs more than the rest of this file.)"""
 
     def __init__(self, loader, then):
         self._loader = loader
