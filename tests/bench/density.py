@@ -144,6 +144,7 @@ def run_set(gw, name, count, concurrency, settle_s, comm):
     try:
         procs = [sandbox_processes(gw, kid, comm) for kid in kids]
         rows, settled = settle(procs, settle_s)
+        gateway_pss = smaps_rollup_kib(gw.pid)["Pss"]
     finally:
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(gw.delete_kernel, kids))
@@ -152,6 +153,7 @@ def run_set(gw, name, count, concurrency, settle_s, comm):
         "start_s": start_s,
         "settled": settled,
         "rows": rows,
+        "gateway_pss_kib": gateway_pss,
     }
 
 
@@ -179,6 +181,7 @@ def report(label, result, machine_gib, markdown):
         "sandboxes per GiB (PSS)": f"{1024 / pss:.1f}",
         f"sandboxes in {machine_gib} GiB at this PSS": f"{machine_gib * 1024 / pss:.0f}",
         f"sandboxes in {machine_gib} GiB at the private size": f"{machine_gib * 1024 / private:.0f}",
+        "gateway PSS with these kernels, MiB": f"{result['gateway_pss_kib'] / 1024:.1f}",
         "start of all, s": f"{result['start_s']:.0f}",
         "settled": "yes" if result["settled"] else "no (deadline)",
     }
