@@ -1,5 +1,7 @@
 #include "deferred_imports.hpp"
 
+#include <iostream>
+
 #include <pybind11/eval.h>
 
 namespace py = pybind11;
@@ -83,8 +85,6 @@ def _as_ipython_configures_jedi(jedi):
 
 
 def _restore_embed(stand_in):
-    if sys.modules.get(_EMBED) is stand_in:
-        del sys.modules[_EMBED]
     terminal = sys.modules.get("IPython.terminal")
     if terminal is not None and terminal.__dict__.get("embed") is stand_in:
         del terminal.embed
@@ -105,8 +105,6 @@ def _restore_embed(stand_in):
 
 
 def _restore_jedi(shell):
-    if sys.modules.get("jedi", False) is None:
-        del sys.modules["jedi"]
     completer = sys.modules.get("IPython.core.completer")
     if completer is None or completer.JEDI_INSTALLED:
         return
@@ -123,6 +121,11 @@ def _restore_jedi(shell):
 
 
 def restore(state, shell):
+    # First what must not outlive the start even if the rest fails.
+    if sys.modules.get(_EMBED, False) is state.get("embed"):
+        del sys.modules[_EMBED]
+    if "jedi" in state and sys.modules.get("jedi", False) is None:
+        del sys.modules["jedi"]
     if "embed" in state:
         _restore_embed(state["embed"])
     if "jedi" in state:
@@ -143,7 +146,14 @@ void deferred_imports::restore(py::handle shell) {
   if (!state_) return;
   py::tuple state = state_;
   state_ = py::object();
-  state[0](state[1], shell);
+  try {
+    state[0](state[1], shell);
+  } catch (const py::error_already_set& error) {
+    // restore() takes the stand-in and the block out of sys.modules before
+    // anything that could fail; what remains (IPython.embed, jedi in the
+    // completer) is not worth a kernel that does not start.
+    std::cerr << "sandgate-python: restoring deferred imports: " << error.what() << '\n';
+  }
 }
 
 }  // namespace sandgate::python_kernel

@@ -22,7 +22,7 @@ namespace sandgate::python_kernel {
 class deferred_imports {
  public:
   deferred_imports();                    // defers; GIL held
-  void restore(pybind11::handle shell);  // GIL held; once
+  void restore(pybind11::handle shell);  // GIL held; once; a failure is logged to stderr
 
  private:
   pybind11::object state_;  // what defer() changed, for restore()
