@@ -182,6 +182,33 @@ class PythonKernelTest(KernelTestCase):
         self.assertEqual(reply["status"], "incomplete")
 
 
+class DeferredImportsTest(unittest.TestCase):
+    """jedi and the terminal shell load on first use, and then as if eager."""
+
+    def test_loaded_on_first_use_as_if_imported_at_start(self):
+        kernel = KernelSession("python")
+        try:
+            loaded = "('jedi.api', 'parso', 'prompt_toolkit', 'IPython.terminal.embed')"
+            cell = kernel.run(f"import sys\nsorted(m for m in {loaded} if m in sys.modules)")
+            self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"], "[]")
+            # Only jedi evaluates a call while completing an attribute.
+            reply = kernel.request(lambda: kernel.client.complete("str(1).upp", 10))
+            self.assertEqual((reply["matches"], reply["cursor_start"]), (["upper"], 7), reply)
+            cell = kernel.run(
+                "import IPython, IPython.core.completer as c, jedi\n"
+                "from IPython.terminal.embed import embed\n"
+                "(jedi is c.jedi, c.JEDI_INSTALLED, get_ipython().Completer.use_jedi,\n"
+                " jedi.settings.case_insensitive_completion, IPython.embed is embed, type(jedi).__name__)")
+            self.assertOk(cell)
+            self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"],
+                             "(True, True, True, False, True, 'module')")
+        finally:
+            kernel.close()
+
+    def assertOk(self, cell):
+        self.assertEqual(cell.reply["status"], "ok", cell.iopub)
+
+
 class PreloadTest(unittest.TestCase):
     def test_preload_imports_before_ready(self):
         kernel = KernelSession("python", ["--preload", "json,decimal,no_such_module_xyz"])

@@ -14,6 +14,7 @@
 #include <xeus/xkernel_configuration.hpp>
 #include <zmq.hpp>
 
+#include "deferred_imports.hpp"
 #include "embedded_python.hpp"
 #include "python_interpreter.hpp"
 #include "sandgate_kernels/command_line.hpp"
@@ -21,6 +22,7 @@
 #include "sandgate_kernels/iopub_journal.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/standard_fds.hpp"
+#include "sandgate_kernels/startup_timing.hpp"
 
 namespace {
 
@@ -34,8 +36,12 @@ int run(const sandgate::kernels::kernel_options& options, const char* const* arg
   // sys.argv is just the program: IPython's app would parse the kernel's own
   // options and warn about them.
   const sandgate::python_kernel::embedded_python python(SANDGATE_PYTHON_EXECUTABLE, 1, argv);
+  sandgate::kernels::startup_mark("sandgate-python", "python initialized");
+  // Before xeus-python imports IPython.
+  sandgate::python_kernel::deferred_imports deferred;
 
-  auto interpreter = std::make_unique<sandgate::python_kernel::python_interpreter>(options.preload_modules);
+  auto interpreter = std::make_unique<sandgate::python_kernel::python_interpreter>(options.preload_modules,
+                                                                                   std::move(deferred));
   auto* const raw_interpreter = interpreter.get();
   sandgate::kernels::set_interrupt_hook([raw_interpreter] { raw_interpreter->interrupt(); });
 
@@ -49,6 +55,7 @@ int run(const sandgate::kernels::kernel_options& options, const char* const* arg
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sandgate::kernels::startup_mark("sandgate-python", "main");
   sandgate::kernels::ensure_standard_fds();
   // Before any thread exists, so every xeus thread inherits the mask.
   sandgate::kernels::block_sigint();

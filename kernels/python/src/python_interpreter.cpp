@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include "sandgate_kernels/sigint_mask.hpp"
+#include "sandgate_kernels/startup_timing.hpp"
 #include "startup_script.hpp"
 
 namespace py = pybind11;
@@ -70,8 +71,8 @@ class busy_flag {
 
 }  // namespace
 
-python_interpreter::python_interpreter(std::vector<std::string> preload_modules)
-    : preload_modules_(std::move(preload_modules)) {
+python_interpreter::python_interpreter(std::vector<std::string> preload_modules, deferred_imports deferred)
+    : preload_modules_(std::move(preload_modules)), deferred_(std::move(deferred)) {
   cells.thread = pthread_self();
 }
 
@@ -120,8 +121,11 @@ void python_interpreter::watch_sigint() {
 }
 
 void python_interpreter::configure_impl() {
+  kernels::startup_mark("sandgate-python", "configure");
   xpyt::interpreter::configure_impl();
+  kernels::startup_mark("sandgate-python", "ipython shell made");
   py::gil_scoped_acquire gil;
+  deferred_.restore(m_ipython_shell);
   py::dict scope;
   scope["__name__"] = "sandgate_startup";
   scope["__builtins__"] = py::module_::import("builtins");
@@ -136,6 +140,7 @@ void python_interpreter::configure_impl() {
                                                  throw py::error_already_set();
                                                }));
   watch_sigint();
+  kernels::startup_mark("sandgate-python", "configured");
 }
 
 nl::json python_interpreter::execute_request_impl(int execution_counter, const std::string& code, bool silent,

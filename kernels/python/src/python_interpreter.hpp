@@ -6,6 +6,8 @@
 
 #include <xeus-python/xinterpreter.hpp>
 
+#include "deferred_imports.hpp"
+
 namespace sandgate::python_kernel {
 
 // Runs cells like xpython, plus:
@@ -16,13 +18,14 @@ namespace sandgate::python_kernel {
 //    as a SIGINT sent to the process; either is sent again every 100 ms until
 //    Python's handler has acted on it (CPython defers a SIGINT that lands
 //    just before a blocking call);
-//  - at configure time, the start-up script runs and the preload modules are
-//    imported.
+//  - at configure time, the imports deferred at start are restored (see
+//    deferred_imports.hpp), the start-up script runs and the preload modules
+//    are imported.
 // Must be constructed on the thread that will run the shell loop (main), once
 // per process.
 class python_interpreter final : public xpyt::interpreter {
  public:
-  explicit python_interpreter(std::vector<std::string> preload_modules);
+  python_interpreter(std::vector<std::string> preload_modules, deferred_imports deferred);
 
   // Thread-safe; interrupts the running cell, no-op while idle.
   void interrupt() noexcept;
@@ -37,6 +40,7 @@ class python_interpreter final : public xpyt::interpreter {
   void watch_sigint();
 
   std::vector<std::string> preload_modules_;  // imported during configure
+  deferred_imports deferred_;                 // restored during configure
   std::string python_version_;                // for kernel_info
   // The cell thread, whether a cell runs, and the interrupts acted on are
   // process-wide (python_interpreter.cpp): the SIGINT handler and its
