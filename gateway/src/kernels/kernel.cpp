@@ -522,7 +522,6 @@ bool kernel::can_apply_env() const {
 
 void kernel::apply_env(const std::map<std::string, std::string>& env, done_handler done) {
   if (env.empty()) return done({});
-  if (phase_ != phase::running) return done("the kernel is " + state_);
   std::string code;
   if (opts_.spec.language == "python") {
     // A JSON object of strings is a Python dict literal.
@@ -537,6 +536,11 @@ void kernel::apply_env(const std::map<std::string, std::string>& env, done_handl
   } else {
     return done("cannot set variables in a running " + opts_.spec.language + " kernel");
   }
+  execute_silently(code, std::move(done));
+}
+
+void kernel::execute_silently(const std::string& code, done_handler done) {
+  if (phase_ != phase::running) return done("the kernel is " + state_);
   const auto content =
       nlohmann::json{{"code", code},           {"silent", true},
                      {"store_history", false}, {"user_expressions", nlohmann::json::object()},

@@ -103,6 +103,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void apply_env(const std::map<std::string, std::string>& env, done_handler done);
   // Whether apply_env() can reach this kernel's language.
   [[nodiscard]] bool can_apply_env() const;
+  // Runs `code` as a silent execute of the gateway's own: no client sees it,
+  // no execution is recorded, the execution count stays.
+  void execute_silently(const std::string& code, done_handler done);
 
   void attach(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the
@@ -115,6 +118,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   [[nodiscard]] const std::string& owner() const noexcept { return opts_.owner; }
   [[nodiscard]] const std::string& sandbox_id() const noexcept { return opts_.sandbox_id; }
   [[nodiscard]] const std::string& name() const noexcept { return opts_.spec.name; }
+  [[nodiscard]] const std::string& language() const noexcept { return opts_.spec.language; }
   [[nodiscard]] const std::string& execution_state() const noexcept { return state_; }
   [[nodiscard]] const std::string& last_activity() const noexcept { return last_activity_; }
   // When the kernel last sent or was sent a message.

@@ -4,8 +4,6 @@
 
 #include <gateway/log.hpp>
 
-#include <boost/asio/post.hpp>
-
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +25,8 @@ kernel_pool::kernel_pool(boost::asio::io_context& io, pool_settings settings, st
       settings_(std::move(settings)),
       start_(std::move(start)),
       retire_(std::move(retire)),
-      timer_(io) {
+      timer_(io),
+      refill_timer_(io) {
   for (const auto& [name, depth] : settings_.depths)
     if (depth > 0) pools_[name].depth = depth;
 }
@@ -35,6 +34,7 @@ kernel_pool::kernel_pool(boost::asio::io_context& io, pool_settings settings, st
 kernel_pool::~kernel_pool() {
   *alive_ = false;
   timer_.cancel();
+  refill_timer_.cancel();
 }
 
 void kernel_pool::begin() {
@@ -48,6 +48,7 @@ void kernel_pool::begin() {
 void kernel_pool::stop() {
   running_ = false;
   timer_.cancel();
+  refill_timer_.cancel();
   for (auto& [name, p] : pools_) {
     for (auto& m : p.ready) {
       ++p.counts.retired;
@@ -62,10 +63,15 @@ std::optional<pool_member> kernel_pool::claim(const std::string& kernel_name) {
   if (it == pools_.end() || !running_) return std::nullopt;
   auto& p = it->second;
   p.demand.push_back(clock::now());
-  // Refill after this handler: the claimer's answer goes out first.
-  boost::asio::post(io_, [this, alive = alive_] {
-    if (*alive) fill();
-  });
+  if (!refill_armed_) {
+    refill_armed_ = true;
+    refill_timer_.expires_after(settings_.refill_delay);
+    refill_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      refill_armed_ = false;
+      fill();
+    });
+  }
   if (p.ready.empty()) {
     ++p.counts.misses;
     log::info("pool_miss", {{"kernel_name", kernel_name}});

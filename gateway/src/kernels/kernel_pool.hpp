@@ -44,6 +44,10 @@ struct pool_settings {
   std::uint64_t memory_bytes = 0;  // every pool's members together
   unsigned max_starting = 2;       // members starting at once, all pools
   std::chrono::seconds max_wait{12 * 3600};
+  // A claim's refill waits this long: a claimer's first messages come right
+  // after its claim, and a start (a process spawned from the gateway's
+  // thread, an interpreter starting on the same CPUs) would delay them.
+  std::chrono::milliseconds refill_delay{300};
 };
 
 class kernel_pool {
@@ -116,6 +120,8 @@ class kernel_pool {
   unsigned starting_ = 0;
   bool running_ = false;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer refill_timer_;
+  bool refill_armed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

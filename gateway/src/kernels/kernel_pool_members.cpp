@@ -70,6 +70,14 @@ bool settable_later(const std::map<std::string, std::string>& env) {
                      [](const auto& kv) { return kv.first.rfind("KERNEL_", 0) == 0; });
 }
 
+// A cell that takes the path every cell takes (compile, run) and changes
+// nothing a user could see.
+std::string warm_up_code(const std::string& language) {
+  if (language == "python") return "(lambda: None)()";
+  if (language == "bash") return ":";
+  return "";
+}
+
 }  // namespace
 
 void kernel_manager::start_pool_member(const std::string& name,
@@ -105,14 +113,20 @@ void kernel_manager::start_pool_member(const std::string& name,
       sandboxes_.destroy(box->id, "failed");
       return done(std::nullopt);
     }
-    pool_member m;
-    m.k = k;
-    m.box = box;
-    m.memory_bytes = tree_pss_bytes(box->root_pid);
-    log::info(
-        "pool_member_ready",
-        {{"kernel_name", k->name()}, {"sandbox_id", box->id}, {"pss_bytes", std::to_string(m.memory_bytes)}});
-    done(std::move(m));
+    // A first cell costs more than the next ones (an interpreter's code
+    // paths are cold): the pool pays for it while the kernel waits.
+    k->execute_silently(warm_up_code(k->language()), [this, k, box, done](const std::string& warm_up_error) {
+      if (!warm_up_error.empty())
+        log::warn("pool_warm_up_failed", {{"kernel_id", k->id()}, {"error", warm_up_error}});
+      pool_member m;
+      m.k = k;
+      m.box = box;
+      m.memory_bytes = tree_pss_bytes(box->root_pid);
+      log::info("pool_member_ready", {{"kernel_name", k->name()},
+                                      {"sandbox_id", box->id},
+                                      {"pss_bytes", std::to_string(m.memory_bytes)}});
+      done(std::move(m));
+    });
   });
 }
 
