@@ -36,6 +36,8 @@ class scanner {
       skip_ws();
       if (p_ == end_) return false;
       const char c = *p_;
+      if (sink_ != nullptr && c != '"' && stack.size() == 1 && stack[0] == '{')
+        sink_->on_other(key, key_escaped);
       if (c == '{' || c == '[') {
         ++p_;
         stack.push_back(c);

@@ -20,6 +20,9 @@ class top_level_strings {
  public:
   virtual void on_string(std::string_view key, bool key_escaped, std::string_view value,
                          bool value_escaped) = 0;
+  // A top-level member whose value is not a string (number, literal,
+  // object or array), before that value is scanned.
+  virtual void on_other(std::string_view /*key*/, bool /*key_escaped*/) {}
 
  protected:
   ~top_level_strings() = default;

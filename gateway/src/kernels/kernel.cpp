@@ -47,7 +47,6 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
       // over 40 bytes: a short name, unique within the sandbox, for the
       // kernel's process, sockets and files.
       file_name_("k" + opts_.id.substr(opts_.id.size() - 12)),
-      last_activity_(protocol::iso8601_now()),
       start_timer_(io),
       probe_timer_(io),
       stop_timer_(io),
@@ -298,7 +297,7 @@ void kernel::send_to_kernel(channel ch, const protocol::message& msg) {
 
 void kernel::touch() {
   active_at_ = std::chrono::steady_clock::now();
-  last_activity_ = protocol::iso8601_now();
+  last_activity_ = std::chrono::system_clock::now();  // formatted only when asked for
 }
 
 void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
@@ -331,10 +330,7 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
 
 std::string kernel::execution_state_of(const protocol::message& msg) {
   if (msg.msg_type() != "status") return {};
-  const auto content = nlohmann::json::parse(msg.content, nullptr, false);
-  if (content.is_object() && content.contains("execution_state") && content["execution_state"].is_string())
-    return content["execution_state"].get<std::string>();
-  return {};
+  return protocol::string_member(msg.content, "execution_state").value_or(std::string());
 }
 
 void kernel::record(channel ch, const protocol::message& msg, std::string_view status) {

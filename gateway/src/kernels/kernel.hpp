@@ -120,7 +120,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   [[nodiscard]] const std::string& name() const noexcept { return opts_.spec.name; }
   [[nodiscard]] const std::string& language() const noexcept { return opts_.spec.language; }
   [[nodiscard]] const std::string& execution_state() const noexcept { return state_; }
-  [[nodiscard]] const std::string& last_activity() const noexcept { return last_activity_; }
+  // When the kernel last sent or was sent a message, as ISO 8601 UTC.
+  [[nodiscard]] std::string last_activity() const { return protocol::iso8601(last_activity_); }
   // When the kernel last sent or was sent a message.
   [[nodiscard]] std::chrono::steady_clock::time_point active_at() const noexcept { return active_at_; }
   [[nodiscard]] std::size_t connections() const noexcept { return clients_.size(); }
@@ -208,7 +209,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
 
   phase phase_ = phase::created;
   std::string state_ = "starting";
-  std::string last_activity_;
+  std::chrono::system_clock::time_point last_activity_ = std::chrono::system_clock::now();
   std::chrono::steady_clock::time_point active_at_ = std::chrono::steady_clock::now();
   std::string probe_msg_id_;
   bool process_running_ = false;

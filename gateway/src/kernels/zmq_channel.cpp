@@ -50,7 +50,10 @@ bool zmq_channel::send(const frames& f) {
     auto sent = socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags);
     if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
   }
-  post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
+  // ZMQ_FD is edge-triggered and a send may process the command that
+  // announced incoming messages, consuming the edge: ask once whether any
+  // wait (a drain would ask twice: its last recv, then ZMQ_EVENTS).
+  if (!drain_posted_ && (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) post_drain();
   return true;
 }
 
@@ -74,6 +77,7 @@ void zmq_channel::drain() {
     while (!closed_) {
       if (handled++ == max_messages_per_wakeup) return post_drain();
       frames f;
+      f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
       zmq::message_t part;
       if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;  // empty for now
       f.emplace_back(static_cast<const char*>(part.data()), part.size());

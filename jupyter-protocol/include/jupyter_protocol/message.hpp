@@ -4,6 +4,7 @@
 // for routing are parsed (once, by the decoders). Nothing is re-serialised.
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,6 +64,12 @@ struct message {
 // `require_ids` demands msg_id and msg_type as strings (session may be
 // absent or empty: clients are not consistent about it).
 [[nodiscard]] std::error_code parse_header(std::string_view json, header_fields& out, bool require_ids);
+
+// The top-level string member `key` of a JSON object text, unescaped, read
+// in one validating pass without building a document. nullopt when the text
+// is not a valid JSON object or the member is missing or not a string; of
+// repeated keys the last counts, as in a parsed document.
+[[nodiscard]] std::optional<std::string> string_member(std::string_view json, std::string_view key);
 
 // A new message with a fresh msg_id and date. content must be a JSON object text.
 [[nodiscard]] message make_message(std::string_view msg_type, std::string content, std::string_view session,

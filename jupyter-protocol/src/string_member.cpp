@@ -1,0 +1,52 @@
+// string_member: one top-level string of a JSON object, read in one
+// validating pass (json_scanner) without building a document.
+
+#include <jupyter_protocol/message.hpp>
+
+#include "json_scanner.hpp"
+
+namespace sandgate::protocol {
+namespace {
+
+// Keeps the value of the last top-level member named `key`, if a string.
+class member_sink final : public detail::top_level_strings {
+ public:
+  member_sink(std::string_view key, std::optional<std::string>& out) : key_(key), out_(out) {}
+
+  void on_string(std::string_view key, bool key_escaped, std::string_view value,
+                 bool value_escaped) override {
+    if (!is_key(key, key_escaped)) return;
+    out_.emplace();
+    if (value_escaped) {
+      detail::unescape_json_string(value, *out_);
+    } else {
+      out_->assign(value);
+    }
+  }
+
+  void on_other(std::string_view key, bool key_escaped) override {
+    if (is_key(key, key_escaped)) out_.reset();  // a later duplicate that is not a string wins
+  }
+
+ private:
+  bool is_key(std::string_view key, bool key_escaped) {
+    if (!key_escaped) return key == key_;
+    detail::unescape_json_string(key, key_buffer_);
+    return key_buffer_ == key_;
+  }
+
+  std::string_view key_;
+  std::optional<std::string>& out_;
+  std::string key_buffer_;
+};
+
+}  // namespace
+
+std::optional<std::string> string_member(std::string_view json, std::string_view key) {
+  std::optional<std::string> value;
+  member_sink sink{key, value};
+  if (detail::scan_json(json, &sink) != detail::json_root::object) return std::nullopt;
+  return value;
+}
+
+}  // namespace sandgate::protocol
