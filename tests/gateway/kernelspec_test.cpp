@@ -49,7 +49,7 @@ const char* const full_spec = R"({
   "language": "python",
   "interrupt_mode": "message",
   "env": {"A": "1", "B": "two"},
-  "metadata": {"debugger": false}
+  "metadata": {"debugger": false, "sandgate": {"iopub_journal": true, "preload_option": "--preload"}}
 }
 )";
 
@@ -71,6 +71,8 @@ TEST(kernelspec, load_reads_every_field_and_keeps_the_raw_text) {
   EXPECT_EQ(spec->interrupt_mode, "message");
   EXPECT_EQ(spec->env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "two"}}));
   EXPECT_EQ(spec->raw_json, full_spec);
+  EXPECT_TRUE(spec->iopub_journal);
+  EXPECT_EQ(spec->preload_option, "--preload");
   auto resources = spec->resources;
   std::sort(resources.begin(), resources.end());
   EXPECT_EQ(resources, (std::vector<std::string>{"kernel.js", "logo-64x64.png"}));
@@ -86,6 +88,8 @@ TEST(kernelspec, load_defaults) {
   EXPECT_EQ(spec->interrupt_mode, "signal");
   EXPECT_TRUE(spec->env.empty());
   EXPECT_TRUE(spec->resources.empty());
+  EXPECT_FALSE(spec->iopub_journal);
+  EXPECT_EQ(spec->preload_option, "");
 }
 
 TEST(kernelspec, load_rejects_unusable_specs) {
