@@ -158,6 +158,23 @@ class PoolTest(GatewayTestCase):
 @unittest.skipUnless(os.geteuid() == 0, "sandboxes need root")
 @unittest.skipUnless(has_sandgate_python(), "the build has no sandgate-python")
 class PoolLifetimeTest(unittest.TestCase):
+    def test_a_stop_while_pool_kernels_start_is_prompt_and_leaves_nothing(self):
+        state_dir = tempfile.mkdtemp(prefix="sandgate-it-")
+        gw = Gateway("--pool", "python=2", name="pool-stop", sandboxed=True, state_dir=state_dir)
+        try:
+            wait_for_ready(gw, 2)
+            for _ in range(2):
+                self.assertEqual(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120).status, 201)
+            wait_until(lambda: pool_metrics(gw).get("starting", 0) >= 1, 30, "a pool kernel starting")
+            code, taken = gw.stop()
+            self.assertEqual(code, 0)
+            self.assertLess(taken, 12)
+            wait_until(lambda: not sandbox_processes(state_dir), 10, "no sandbox of the gateway left")
+        finally:
+            if gw.alive():
+                gw.stop()
+            remove_state_dir(state_dir)
+
     def test_pool_members_end_with_the_gateway_but_claimed_sandboxes_stay(self):
         state_dir = tempfile.mkdtemp(prefix="sandgate-it-")
         gw = Gateway("--pool", "python=2", name="pool-lifetime", sandboxed=True, keep_kernels=True,

@@ -65,7 +65,7 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
 }
 
 kernel_manager::~kernel_manager() {
-  pool_.stop();
+  end_unclaimed();
   for (auto& [id, k] : kernels_)
     k.reset();
   zmq_.shutdown();
@@ -315,6 +315,11 @@ void kernel_manager::restore() {
 // gateway's own, never left running without it.
 void kernel_manager::end_unclaimed() {
   pool_.stop();
+  for (auto& [id, k] : std::exchange(pool_starting_, {})) {
+    const auto sandbox_id = k->sandbox_id();
+    k->terminate("the gateway stops");
+    sandboxes_.destroy(sandbox_id, "retired");
+  }
   for (auto& [id, k] : std::exchange(reserved_, {}))
     k->terminate("the gateway stops");
 }

@@ -114,6 +114,8 @@ class kernel_manager {
   std::map<std::string, std::shared_ptr<kernel>> kernels_;
   // Kernels that came with sandboxes claimed from a pool, by sandbox id.
   std::map<std::string, std::shared_ptr<kernel>> reserved_;
+  // Pool members still starting or warming up, by kernel id (a stop ends them).
+  std::map<std::string, std::shared_ptr<kernel>> pool_starting_;
   kernel_pool pool_;
 };
 

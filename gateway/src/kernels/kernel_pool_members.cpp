@@ -104,10 +104,12 @@ void kernel_manager::start_pool_member(const std::string& name,
   }
   auto k = std::make_shared<kernel>(io_, zmq_, options_for(new_id(cfg_.node_id), "", spec, *box), box->box);
   box->kernels.insert(k->id());
+  pool_starting_.emplace(k->id(), k);
   registry_.put(registry::kind::kernel, k->id(), box->id, "",
                 nlohmann::json{{"name", name}, {"key", k->connection_key()}, {"pooled", true}}.dump());
   k->start([this, k, box, done = std::move(done)](const std::string& error) {
     if (!error.empty()) {
+      pool_starting_.erase(k->id());
       log::warn("pool_member_failed", {{"kernel_name", k->name()}, {"error", error}});
       k->terminate("failed to start");
       sandboxes_.destroy(box->id, "failed");
@@ -116,6 +118,7 @@ void kernel_manager::start_pool_member(const std::string& name,
     // A first cell costs more than the next ones (an interpreter's code
     // paths are cold): the pool pays for it while the kernel waits.
     k->execute_silently(warm_up_code(k->language()), [this, k, box, done](const std::string& warm_up_error) {
+      if (!pool_starting_.erase(k->id())) return;  // ended by a stop meanwhile
       if (!warm_up_error.empty())
         log::warn("pool_warm_up_failed", {{"kernel_id", k->id()}, {"error", warm_up_error}});
       pool_member m;
