@@ -39,10 +39,10 @@ class rest_session final : public kernel_session {
   }
   kernel_connection& connection() override { return *connection_; }
   // A fresh channels WebSocket with a new session_id.
-  void connect(bool v1) {
+  void connect(bool v1, std::chrono::milliseconds handshake_timeout) {
     const std::string session_id = protocol::new_uuid4();
-    const ws_endpoint ep{http_.host(), http_.port(), kernel_url_ + "/channels?session_id=" + session_id,
-                         http_.token(), v1};
+    const ws_endpoint ep{http_.host(),  http_.port(), kernel_url_ + "/channels?session_id=" + session_id,
+                         http_.token(), v1,           handshake_timeout};
     connection_ = std::make_unique<ws_connection>(ep, session_id);
   }
   [[nodiscard]] const std::string& url() const noexcept { return kernel_url_; }
@@ -69,10 +69,10 @@ class rest_target final : public target {
 
   std::unique_ptr<kernel_session> create_kernel() override { return post_and_connect(bench_clock::now()); }
 
-  std::optional<double> pool_ready() override {
+  std::optional<double> pool_metric(const std::string& name) override {
     const auto res = http_.request("GET", opts_.base_url + "metrics");
     if (res.status != 200) return std::nullopt;
-    return gauge(res.body, "sandgate_pool_ready", opts_.kernel_name);
+    return gauge(res.body, name, opts_.kernel_name);
   }
 
   pid_t server_pid() const override { return opts_.server_pid; }
@@ -82,11 +82,13 @@ class rest_target final : public target {
     const std::string kernels_url = opts_.base_url + "api/kernels";
     const auto res = http_.request("POST", kernels_url, nlohmann::json{{"name", opts_.kernel_name}}.dump());
     if (res.status != 201 && res.status != 200)
-      throw bench_error("POST " + kernels_url + ": " + std::to_string(res.status) + " " + res.body);
+      throw bench_error("POST " + kernels_url + ": " + std::to_string(res.status) + " " +
+                        res.body.substr(0, 300));
     const auto id = nlohmann::json::parse(res.body).at("id").get<std::string>();
     auto session = std::make_unique<rest_session>(http_, kernels_url, id);
     session->created_ms = ms_between(started, bench_clock::now());
-    session->connect(opts_.v1);
+    session->connect(opts_.v1, opts_.start_timeout);
+    session->connected_ms = ms_between(started, bench_clock::now());
     return session;
   }
 

@@ -20,8 +20,9 @@ class kernel_session {
  public:
   virtual ~kernel_session() = default;
   [[nodiscard]] virtual kernel_connection& connection() = 0;
-  double start_ms = 0;    // start request -> first kernel_info_reply received
-  double created_ms = 0;  // start request -> answered (POST reply; the floor: kernel spawned)
+  double start_ms = 0;      // start request -> first kernel_info_reply received
+  double created_ms = 0;    // start request -> answered (POST reply; the floor: kernel spawned)
+  double connected_ms = 0;  // start request -> connection open (WebSocket handshake done)
 };
 
 class target {
@@ -35,9 +36,10 @@ class target {
   // server to tell it the kernel is up, so it does what start_kernel does
   // (without its iopub proven live, output could be lost).
   [[nodiscard]] virtual std::unique_ptr<kernel_session> create_kernel() = 0;
-  // Ready kernels in the server's warm pool for the target's kernelspec
-  // (sandgate_pool_ready on /metrics); nullopt when the server shows none.
-  [[nodiscard]] virtual std::optional<double> pool_ready() = 0;
+  // A gauge or counter of the server's warm pool for the target's
+  // kernelspec, from /metrics (e.g. sandgate_pool_ready); nullopt when the
+  // server shows none.
+  [[nodiscard]] virtual std::optional<double> pool_metric(const std::string& name) = 0;
   // The server process to measure (memory, CPU); 0 when there is none.
   [[nodiscard]] virtual pid_t server_pid() const = 0;
 };

@@ -163,6 +163,7 @@ class zmq_target final : public target {
     auto session = std::make_unique<zmq_session>(dir, pid);
     session->created_ms = ms_between(started, bench_clock::now());
     session->connect(ctx_, info);
+    session->connected_ms = ms_between(started, bench_clock::now());
     (void)kernel_info(session->connection(), start_timeout_);
     session->start_ms = ms_between(started, bench_clock::now());
     sync_iopub(session->connection(), start_timeout_, std::chrono::milliseconds(100));
@@ -170,7 +171,7 @@ class zmq_target final : public target {
   }
 
   std::unique_ptr<kernel_session> create_kernel() override { return start_kernel(); }
-  std::optional<double> pool_ready() override { return std::nullopt; }
+  std::optional<double> pool_metric(const std::string&) override { return std::nullopt; }
   pid_t server_pid() const override { return 0; }
 
  private:
