@@ -37,6 +37,7 @@ execute_outcome execute(kernel_connection& c, const std::string& code, std::chro
   const std::string msg_id = msg.msg_id();
   execute_outcome out;
   const auto sent = bench_clock::now();
+  out.sent_at = sent;
   auto deadline = sent + timeout;
   c.send(channel::shell, msg);
   bool replied = false;
@@ -70,6 +71,8 @@ execute_outcome execute(kernel_connection& c, const std::string& code, std::chro
         if (m.content.find("\"idle\"") != std::string::npos) idle = true;
       } else if (type == "stream") {
         out.stream_bytes += m.content.size();
+      } else if (type == "execute_result") {
+        if (out.result_ms < 0) out.result_ms = ms_between(sent, bench_clock::now());
       } else if (type == "display_data") {
         if (out.first_display_ms < 0) out.first_display_ms = ms_between(sent, bench_clock::now());
         out.display_bytes += m.content.size();

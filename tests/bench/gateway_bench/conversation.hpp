@@ -17,9 +17,11 @@ using bench_clock = std::chrono::steady_clock;
 }
 
 struct execute_outcome {
-  double done_ms = 0;             // request sent -> reply and idle both received
-  double reply_ms = 0;            // request sent -> execute_reply
-  double first_display_ms = -1;   // request sent -> first display_data (-1: none)
+  double done_ms = 0;            // request sent -> reply and idle both received
+  double reply_ms = 0;           // request sent -> execute_reply
+  double first_display_ms = -1;  // request sent -> first display_data (-1: none)
+  double result_ms = -1;         // request sent -> first execute_result (-1: none)
+  bench_clock::time_point sent_at;
   std::size_t stream_bytes = 0;   // content bytes of the stream messages
   std::size_t display_bytes = 0;  // content bytes of the display_data messages
   std::size_t iopub_messages = 0;

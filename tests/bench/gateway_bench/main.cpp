@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -20,10 +21,29 @@ constexpr const char* usage =
     "usage: gateway_bench --target zmq --kernelspec DIR [options]\n"
     "       gateway_bench --target rest --port P [--host H] [--base-url /] [--kernel-name N]\n"
     "                     [--protocol v1|legacy] [--pid SERVER_PID] [options]\n"
-    "options: --starts N --warmup N --executes N --stream-mib N --png-repeats N\n"
-    "         --concurrency N[,N...] (0: none) --concurrent-executes N --settle-s S\n"
+    "options: --measurements NAME[,NAME...] of one-kernel (starts, executes, PNG), create,\n"
+    "         concurrent, stream, pool (default: all but pool)\n"
+    "         --starts N --warmup N --executes N --stream-mib N --png-repeats N\n"
+    "         --concurrency N[,N...] (0: none) --concurrent-executes N (per kernel)\n"
+    "         --concurrent-executes-total N (at most, all kernels together) --settle-s S\n"
+    "         --creates N (create -> first execute_result; pool: hits) --pool-depth N\n"
+    "         --pool-fill-timeout-s S --start-timeout-s S\n"
     "         --execute-timeout-s S (a lost reply or idle status fails the measurement after S)\n"
+    "pool: on a gateway, creates from its warm pool (waiting before each until sandgate_pool_ready\n"
+    "      on /metrics is back at --pool-depth); on the floor, the first execute of a started kernel\n"
     "The gateway's token comes from the environment (GATEWAY_BENCH_TOKEN), not the command line.\n";
+
+std::set<std::string> parse_names(const std::string& s) {
+  static const std::set<std::string> known = {"one-kernel", "create", "concurrent", "stream", "pool"};
+  std::set<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!known.count(item)) throw std::invalid_argument("unknown measurement " + item);
+    out.insert(item);
+  }
+  return out;
+}
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
@@ -42,6 +62,7 @@ int main(int argc, char** argv) {
   sb::rest_options rest;
   sb::zmq_options zmq;
   sb::plan plan;
+  std::set<std::string> measurements = {"one-kernel", "create", "concurrent", "stream"};
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
@@ -85,12 +106,25 @@ int main(int argc, char** argv) {
         plan.execute_timeout_s = std::stoi(value);
       else if (arg == "--settle-s")
         plan.settle_s = std::stoi(value);
+      else if (arg == "--measurements")
+        measurements = parse_names(value);
+      else if (arg == "--concurrent-executes-total")
+        plan.concurrent_executes_total = std::stoi(value);
+      else if (arg == "--creates")
+        plan.creates = std::stoi(value);
+      else if (arg == "--pool-depth")
+        plan.pool_depth = std::stoi(value);
+      else if (arg == "--pool-fill-timeout-s")
+        plan.pool_fill_timeout_s = std::stoi(value);
+      else if (arg == "--start-timeout-s")
+        rest.start_timeout = zmq.start_timeout = std::chrono::seconds(std::stoi(value));
       else
         throw std::invalid_argument("unknown option " + arg);
     }
     if (const char* token = std::getenv("GATEWAY_BENCH_TOKEN")) rest.token = token;
     if (target_kind != "zmq" && target_kind != "rest") throw std::invalid_argument("--target zmq|rest");
     if (plan.starts < 1) throw std::invalid_argument("--starts must be at least 1");
+    if (plan.creates < 1) throw std::invalid_argument("--creates must be at least 1");
   } catch (const std::exception& e) {
     std::cerr << "gateway_bench: " << e.what() << "\n" << usage;
     return 2;
@@ -113,10 +147,11 @@ int main(int argc, char** argv) {
       }
     };
     if (pid > 0) rss["idle_kib"] = sb::read_memory(pid).rss;
-    // Order: one kernel's starts, executes and PNG; then the concurrent
-    // kernels (so their RSS is not mixed with what the stream leaves); the
-    // large stream last, on a fresh kernel.
-    {
+    // Order: one kernel's starts, executes and PNG; creates to a first
+    // result; then the concurrent kernels (so their RSS is not mixed with
+    // what the stream leaves); the large stream on a fresh kernel; the pool.
+    const auto wanted = [&](const char* name) { return measurements.count(name) != 0; };
+    if (wanted("one-kernel")) {
       std::unique_ptr<sb::kernel_session> kernel;
       results["start"] = attempt("start", [&] { return sb::measure_starts(*target, plan, kernel); });
       if (kernel) {
@@ -125,18 +160,27 @@ int main(int argc, char** argv) {
         results["png"] = attempt("png", [&] { return sb::measure_png(*kernel, plan); });
       }
     }
+    if (wanted("create"))
+      results["create"] = attempt("create", [&] { return sb::measure_create_to_result(*target, plan); });
     results["concurrent"] = nlohmann::json::array();
-    for (const int n : plan.concurrency) {
+    for (const int n : wanted("concurrent") ? plan.concurrency : std::vector<int>{}) {
       auto r =
           attempt(std::to_string(n) + " kernels", [&] { return sb::measure_concurrent(*target, n, plan); });
       if (r.is_object()) results["concurrent"].push_back(std::move(r));
     }
-    results["stream"] = attempt("stream", [&] {
-      auto kernel = target->start_kernel();
-      return sb::measure_stream(*target, *kernel, plan);
-    });
-    if (results["stream"].is_object() && !results["stream"].value("complete", true))
-      errors.push_back("stream: output lost on iopub");
+    if (wanted("stream")) {
+      results["stream"] = attempt("stream", [&] {
+        auto kernel = target->start_kernel();
+        return sb::measure_stream(*target, *kernel, plan);
+      });
+      if (results["stream"].is_object() && !results["stream"].value("complete", true))
+        errors.push_back("stream: output lost on iopub");
+    }
+    if (wanted("pool"))
+      results["pool"] = attempt("pool", [&] {
+        return target_kind == "zmq" ? sb::measure_prestarted(*target, plan)
+                                    : sb::measure_pool_hits(*target, plan);
+      });
     if (pid > 0) {
       std::this_thread::sleep_for(std::chrono::seconds(plan.settle_s));
       const auto m = sb::read_memory(pid);

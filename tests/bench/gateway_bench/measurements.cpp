@@ -57,6 +57,39 @@ void in_parallel(int n, F fn) {
   if (failure) std::rethrow_exception(failure);
 }
 
+// Runs `1` on a fresh kernel; ms from `started` to its execute_result.
+double first_result_ms(kernel_session& k, bench_clock::time_point started, const plan& p) {
+  const auto r = execute(k.connection(), "1", std::chrono::seconds(p.execute_timeout_s));
+  if (r.result_ms < 0) throw bench_error("no execute_result for `1`");
+  return ms_between(started, r.sent_at) + r.result_ms;
+}
+
+nlohmann::json first_result_summary(const std::vector<double>& ms, const std::vector<double>& created_ms,
+                                    const std::vector<double>& connected_ms) {
+  return {{"n", ms.size()},
+          {"all_ms", ms},
+          {"p50_ms", percentile(ms, 50)},
+          {"p99_ms", percentile(ms, 99)},
+          {"created_p50_ms", percentile(created_ms, 50)},
+          {"connected_p50_ms", percentile(connected_ms, 50)}};
+}
+
+// Polls the server's warm pool until it holds `depth` ready kernels.
+// Returns the ms waited.
+double wait_for_pool(target& t, int depth, std::chrono::seconds timeout) {
+  const auto started = bench_clock::now();
+  const auto deadline = started + timeout;
+  for (;;) {
+    const auto ready = t.pool_metric("sandgate_pool_ready");
+    if (!ready) throw bench_error("the server shows no sandgate_pool_ready gauge for the kernel");
+    if (*ready >= depth) return ms_between(started, bench_clock::now());
+    if (bench_clock::now() > deadline)
+      throw bench_error("the warm pool held " + std::to_string(*ready) + " ready kernels, not " +
+                        std::to_string(depth) + ", after " + std::to_string(timeout.count()) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 nlohmann::json measure_starts(target& t, const plan& p, std::unique_ptr<kernel_session>& kept) {
@@ -160,13 +193,15 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
       (void)execute(kernels[static_cast<std::size_t>(i)]->connection(), "1",
                     std::chrono::seconds(p.execute_timeout_s));
   });
+  // Past a few dozen kernels, fewer executes each keep the run's length in bounds.
+  const int executes = std::min(p.concurrent_executes, std::max(1, p.concurrent_executes_total / n));
   std::vector<std::vector<double>> per_kernel(static_cast<std::size_t>(n));
   const server_clock server{t.server_pid()};
   const auto exec_started = bench_clock::now();
   in_parallel(n, [&](int i) {
     auto& mine = per_kernel[static_cast<std::size_t>(i)];
     auto& c = kernels[static_cast<std::size_t>(i)]->connection();
-    for (int j = 0; j < p.concurrent_executes; ++j)
+    for (int j = 0; j < executes; ++j)
       mine.push_back(execute(c, "1", std::chrono::seconds(p.execute_timeout_s)).done_ms);
   });
   const double exec_wall_s = ms_between(exec_started, bench_clock::now()) / 1000.0;
@@ -174,6 +209,7 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
   for (const auto& v : per_kernel)
     ms.insert(ms.end(), v.begin(), v.end());
   nlohmann::json out = {{"kernels", n},
+                        {"executes_per_kernel", executes},
                         {"start_wall_ms", start_wall_ms},
                         {"start_p50_ms", percentile(start_ms, 50)},
                         {"start_max_ms", percentile(start_ms, 100)},
@@ -186,6 +222,58 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
        std::to_string(percentile(ms, 50)) + " ms");
   in_parallel(n, [&](int i) { kernels[static_cast<std::size_t>(i)].reset(); });
   return out;
+}
+
+nlohmann::json measure_create_to_result(target& t, const plan& p) {
+  std::vector<double> ms, created_ms, connected_ms;
+  for (int i = 0; i < p.creates; ++i) {
+    const auto started = bench_clock::now();
+    auto k = t.create_kernel();
+    ms.push_back(first_result_ms(*k, started, p));
+    created_ms.push_back(k->created_ms);
+    connected_ms.push_back(k->connected_ms);
+  }
+  note("create -> first execute_result p50 " + std::to_string(percentile(ms, 50)) + " ms");
+  return first_result_summary(ms, created_ms, connected_ms);
+}
+
+nlohmann::json measure_pool_hits(target& t, const plan& p) {
+  const std::chrono::seconds timeout(p.pool_fill_timeout_s);
+  const double fill_ms = wait_for_pool(t, p.pool_depth, timeout);
+  const auto misses_before = t.pool_metric("sandgate_pool_misses_total");
+  std::vector<double> ms, created_ms, connected_ms, refill_ms;
+  for (int i = 0; i < p.creates; ++i) {
+    const auto started = bench_clock::now();
+    {
+      auto k = t.create_kernel();
+      ms.push_back(first_result_ms(*k, started, p));
+      created_ms.push_back(k->created_ms);
+      connected_ms.push_back(k->connected_ms);
+    }
+    (void)wait_for_pool(t, p.pool_depth, timeout);
+    refill_ms.push_back(ms_between(started, bench_clock::now()));  // claim -> full again
+  }
+  note("pool hit -> first execute_result p50 " + std::to_string(percentile(ms, 50)) + " ms");
+  auto out = first_result_summary(ms, created_ms, connected_ms);
+  out["pool_depth"] = p.pool_depth;
+  out["fill_ms"] = fill_ms;
+  out["refill_p50_ms"] = percentile(refill_ms, 50);
+  // A create that found the pool empty started cold: it should not happen
+  // here, and is counted rather than hidden.
+  const auto misses_after = t.pool_metric("sandgate_pool_misses_total");
+  if (misses_before && misses_after) out["misses"] = *misses_after - *misses_before;
+  return out;
+}
+
+nlohmann::json measure_prestarted(target& t, const plan& p) {
+  std::vector<double> ms, zeros;
+  for (int i = 0; i < p.creates; ++i) {
+    auto k = t.start_kernel();
+    ms.push_back(first_result_ms(*k, bench_clock::now(), p));
+    zeros.push_back(0);
+  }
+  note("started kernel, first execute -> execute_result p50 " + std::to_string(percentile(ms, 50)) + " ms");
+  return first_result_summary(ms, zeros, zeros);
 }
 
 }  // namespace sandgate::bench

@@ -74,7 +74,10 @@ ws_connection::ws_connection(const ws_endpoint& ep, std::string session)
     if (v1) req.set(beast::http::field::sec_websocket_protocol, protocol::v1_subprotocol);
   }));
   websocket::response_type res;
-  ws_.handshake(res, ep.host + ":" + ep.port, ep.target);
+  set_timeout(ep.handshake_timeout);
+  beast::error_code ec;
+  ws_.handshake(res, ep.host + ":" + ep.port, ep.target, ec);
+  if (ec) throw bench_error("websocket handshake " + ep.target + ": " + ec.message());
   if (v1 && res[beast::http::field::sec_websocket_protocol] != protocol::v1_subprotocol)
     throw bench_error("the server did not accept " + std::string(protocol::v1_subprotocol));
 }

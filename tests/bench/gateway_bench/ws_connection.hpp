@@ -20,6 +20,7 @@ struct ws_endpoint {
   std::string target;  // path and query
   std::string token;   // sent as "Authorization: token ..." when not empty
   bool v1 = true;
+  std::chrono::milliseconds handshake_timeout{std::chrono::minutes(5)};  // a server that never answers
 };
 
 class ws_connection final : public kernel_connection {

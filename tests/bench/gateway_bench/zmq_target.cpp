@@ -29,7 +29,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr auto start_timeout = std::chrono::seconds(120);
+// More than three sockets a kernel, for concurrency 128 and up (libzmq's
+// default is 1023 per context).
+constexpr int max_sockets = 4096;
 
 struct kernelspec {
   std::vector<std::string> argv;
@@ -135,7 +137,10 @@ class zmq_session final : public kernel_session {
 
 class zmq_target final : public target {
  public:
-  explicit zmq_target(const zmq_options& opts) : spec_(read_kernelspec(opts.kernelspec_dir)) {}
+  explicit zmq_target(const zmq_options& opts)
+      : spec_(read_kernelspec(opts.kernelspec_dir)), start_timeout_(opts.start_timeout) {
+    ctx_.set(zmq::ctxopt::max_sockets, max_sockets);
+  }
 
   std::unique_ptr<kernel_session> start_kernel() override {
     const auto started = bench_clock::now();
@@ -156,17 +161,22 @@ class zmq_target final : public target {
     protocol::write_connection_file(connection_file, info);
     const pid_t pid = spawn_kernel(spec_, connection_file, dir / "kernel.log");
     auto session = std::make_unique<zmq_session>(dir, pid);
+    session->created_ms = ms_between(started, bench_clock::now());
     session->connect(ctx_, info);
-    (void)kernel_info(session->connection(), start_timeout);
+    session->connected_ms = ms_between(started, bench_clock::now());
+    (void)kernel_info(session->connection(), start_timeout_);
     session->start_ms = ms_between(started, bench_clock::now());
-    sync_iopub(session->connection(), start_timeout, std::chrono::milliseconds(100));
+    sync_iopub(session->connection(), start_timeout_, std::chrono::milliseconds(100));
     return session;
   }
 
+  std::unique_ptr<kernel_session> create_kernel() override { return start_kernel(); }
+  std::optional<double> pool_metric(const std::string&) override { return std::nullopt; }
   pid_t server_pid() const override { return 0; }
 
  private:
   kernelspec spec_;
+  std::chrono::seconds start_timeout_;
   zmq::context_t ctx_{1};
 };
 
