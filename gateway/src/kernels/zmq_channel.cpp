@@ -50,10 +50,7 @@ bool zmq_channel::send(const frames& f) {
     auto sent = socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags);
     if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
   }
-  // ZMQ_FD is edge-triggered and a send may process the command that
-  // announced incoming messages, consuming the edge: ask once whether any
-  // wait (a drain would ask twice: its last recv, then ZMQ_EVENTS).
-  if (!drain_posted_ && (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) post_drain();
+  post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
   return true;
 }
 
