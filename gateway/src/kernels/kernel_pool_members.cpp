@@ -41,13 +41,13 @@ std::uint64_t tree_pss_bytes(int root_pid) {
     ::closedir(proc);
   }
   std::uint64_t total = 0;
-  std::vector<int> todo{root_pid};
-  while (!todo.empty()) {
-    const int pid = todo.back();
-    todo.pop_back();
+  std::vector<int> unvisited{root_pid};
+  while (!unvisited.empty()) {
+    const int pid = unvisited.back();
+    unvisited.pop_back();
     auto [first, last] = children.equal_range(pid);
     for (auto it = first; it != last; ++it)
-      todo.push_back(it->second);
+      unvisited.push_back(it->second);
     std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
     for (std::string key; rollup >> key;) {
       std::uint64_t kib = 0;

@@ -224,15 +224,20 @@ nlohmann::json measure_concurrent(target& t, int n, const plan& p) {
   return out;
 }
 
+// One create through to its first result; the kernel is deleted on return.
+static void time_one_create(target& t, const plan& p, bench_clock::time_point started,
+                            std::vector<double>& ms, std::vector<double>& created_ms,
+                            std::vector<double>& connected_ms) {
+  auto k = t.create_kernel();
+  ms.push_back(first_result_ms(*k, started, p));
+  created_ms.push_back(k->created_ms);
+  connected_ms.push_back(k->connected_ms);
+}
+
 nlohmann::json measure_create_to_result(target& t, const plan& p) {
   std::vector<double> ms, created_ms, connected_ms;
-  for (int i = 0; i < p.creates; ++i) {
-    const auto started = bench_clock::now();
-    auto k = t.create_kernel();
-    ms.push_back(first_result_ms(*k, started, p));
-    created_ms.push_back(k->created_ms);
-    connected_ms.push_back(k->connected_ms);
-  }
+  for (int i = 0; i < p.creates; ++i)
+    time_one_create(t, p, bench_clock::now(), ms, created_ms, connected_ms);
   note("create -> first execute_result p50 " + std::to_string(percentile(ms, 50)) + " ms");
   return first_result_summary(ms, created_ms, connected_ms);
 }
@@ -244,12 +249,7 @@ nlohmann::json measure_pool_hits(target& t, const plan& p) {
   std::vector<double> ms, created_ms, connected_ms, refill_ms;
   for (int i = 0; i < p.creates; ++i) {
     const auto started = bench_clock::now();
-    {
-      auto k = t.create_kernel();
-      ms.push_back(first_result_ms(*k, started, p));
-      created_ms.push_back(k->created_ms);
-      connected_ms.push_back(k->connected_ms);
-    }
+    time_one_create(t, p, started, ms, created_ms, connected_ms);
     (void)wait_for_pool(t, p.pool_depth, timeout);
     refill_ms.push_back(ms_between(started, bench_clock::now()));  // claim -> full again
   }
