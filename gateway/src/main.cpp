@@ -7,6 +7,7 @@
 #include "audit/audit_log.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
+#include "http/ws_session.hpp"
 #include "kernels/kernel_manager.hpp"
 #include "registry/registry.hpp"
 
@@ -129,10 +130,12 @@ int run(sg::config cfg) {
     deadline.async_wait([&](const boost::system::error_code& e) {
       if (!e) io.stop();
     });
+    // Kernels are handled per policy; then the clients' close frames go out.
+    auto stop_io = [&] { sg::when_closes_sent(io, std::chrono::seconds(2), [&] { io.stop(); }); };
     if (cfg.shutdown_kernels_on_exit)
-      kernels.shutdown_all([&] { io.stop(); });
+      kernels.shutdown_all(stop_io);
     else
-      kernels.detach_all([&] { io.stop(); });
+      kernels.detach_all(stop_io);
   });
   // A handler that throws is a bug to log, not a reason to end every
   // session: the loop goes on.

@@ -9,15 +9,53 @@
 
 #include <malloc.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace sandgate::gateway {
 namespace beast = boost::beast;
 
 namespace {
 constexpr std::size_t trim_threshold_bytes = 8 * 1024 * 1024;
+
+struct close_waits {
+  std::size_t in_flight = 0;
+  std::vector<std::function<void()>> waiters;
+};
+
+close_waits& pending_closes() {
+  static close_waits waits;
+  return waits;
 }
+}  // namespace
 namespace websocket = beast::websocket;
+
+close_in_flight::close_in_flight() {
+  ++pending_closes().in_flight;
+}
+
+close_in_flight::~close_in_flight() {
+  auto& waits = pending_closes();
+  if (--waits.in_flight != 0) return;
+  for (auto& done : std::exchange(waits.waiters, {}))
+    done();
+}
+
+void when_closes_sent(boost::asio::io_context& io, std::chrono::milliseconds deadline,
+                      std::function<void()> done) {
+  auto once = std::make_shared<std::function<void()>>(std::move(done));
+  auto fire = [once] {
+    if (*once) std::exchange(*once, nullptr)();
+  };
+  if (pending_closes().in_flight == 0) return boost::asio::post(io, fire);
+  pending_closes().waiters.push_back([&io, fire] { boost::asio::post(io, fire); });
+  auto timer = std::make_shared<boost::asio::steady_timer>(io, deadline);
+  timer->async_wait([timer, fire](const boost::system::error_code&) { fire(); });
+}
 
 template <class Stream>
 ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id,
@@ -139,6 +177,7 @@ template <class Stream>
 void ws_session<Stream>::close(unsigned short code, std::string reason) {
   if (closing_ || !open_) return;
   closing_ = true;
+  close_in_flight_ = std::make_unique<close_in_flight>();
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
   end();  // detach now: what is unsent and what follows waits in the kernel's replay buffer
   if (!writing_) do_close();
@@ -146,7 +185,8 @@ void ws_session<Stream>::close(unsigned short code, std::string reason) {
 
 template <class Stream>
 void ws_session<Stream>::do_close() {
-  ws_.async_close(close_reason_, [self = this->shared_from_this()](beast::error_code) {});
+  ws_.async_close(close_reason_,
+                  [self = this->shared_from_this()](beast::error_code) { self->close_in_flight_.reset(); });
 }
 
 template <class Stream>

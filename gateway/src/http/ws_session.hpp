@@ -12,13 +12,33 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace sandgate::gateway {
 
 class kernel;
+
+// Calls `done` once every WebSocket close begun so far has gone out (or its
+// connection failed), or after `deadline`, whichever comes first. A stopping
+// gateway waits on it so its clients read their close codes instead of a
+// dropped connection.
+void when_closes_sent(boost::asio::io_context& io, std::chrono::milliseconds deadline,
+                      std::function<void()> done);
+
+// Held by a session from close() until its close frame is out.
+class close_in_flight {
+ public:
+  close_in_flight();
+  ~close_in_flight();
+  close_in_flight(const close_in_flight&) = delete;
+  close_in_flight& operator=(const close_in_flight&) = delete;
+};
 
 struct ws_limits {
   std::size_t message_bytes = 64 * 1024 * 1024;  // largest client message
@@ -68,6 +88,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   bool closing_ = false;
   bool ended_ = false;
   boost::beast::websocket::close_reason close_reason_;
+  std::unique_ptr<close_in_flight> close_in_flight_;
 };
 
 extern template class ws_session<plain_stream>;
