@@ -94,12 +94,16 @@ class members_sink final : public detail::top_level_strings {
 }  // namespace
 
 bool read_members(std::string_view json, std::span<json_member> members) {
+  auto clear = [members] {
+    for (auto& m : members) {
+      m.string.reset();
+      m.integer.reset();
+    }
+  };
+  clear();
   members_sink sink{members};
   if (detail::scan_json(json, &sink) == detail::json_root::object) return true;
-  for (auto& m : members) {
-    m.string.reset();
-    m.integer.reset();
-  }
+  clear();
   return false;
 }
 

@@ -19,9 +19,9 @@ struct json_member {
   std::optional<std::int64_t> integer;
 };
 
-// string_member for several keys, integers too, in one validating pass.
-// false, with every member left unset, when the text is not a valid JSON
-// object.
+// string_member for several keys, integers too, in one validating pass;
+// what `members` held before is cleared. false, with every member left
+// unset, when the text is not a valid JSON object.
 [[nodiscard]] bool read_members(std::string_view json, std::span<json_member> members);
 
 }  // namespace sandgate::protocol
