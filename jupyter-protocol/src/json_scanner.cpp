@@ -62,7 +62,10 @@ class scanner {
                            std::string_view(begin, static_cast<std::size_t>(p_ - 1 - begin)), escaped);
         }
       } else if (c == '-' || (c >= '0' && c <= '9')) {
+        const char* begin = p_;
         if (!number()) return false;
+        if (sink_ != nullptr && stack.size() == 1 && stack[0] == '{')
+          sink_->on_number(key, key_escaped, std::string_view(begin, static_cast<std::size_t>(p_ - begin)));
       } else if (c == 't') {
         if (!literal("true")) return false;
       } else if (c == 'f') {

@@ -23,6 +23,9 @@ class top_level_strings {
   // A top-level member whose value is not a string (number, literal,
   // object or array), before that value is scanned.
   virtual void on_other(std::string_view /*key*/, bool /*key_escaped*/) {}
+  // A top-level member whose value is a number, after on_other; `number`
+  // is its text as validated.
+  virtual void on_number(std::string_view /*key*/, bool /*key_escaped*/, std::string_view /*number*/) {}
 
  protected:
   ~top_level_strings() = default;

@@ -1,9 +1,12 @@
 // string_member: one top-level string of a JSON object, read in one
 // validating pass (json_scanner) without building a document.
 
+#include <jupyter_protocol/json_members.hpp>
 #include <jupyter_protocol/message.hpp>
 
 #include "json_scanner.hpp"
+
+#include <charconv>
 
 namespace sandgate::protocol {
 namespace {
@@ -40,7 +43,69 @@ class member_sink final : public detail::top_level_strings {
   std::string key_buffer_;
 };
 
+// Fills the members whose keys it meets; of repeated keys the last counts.
+class members_sink final : public detail::top_level_strings {
+ public:
+  explicit members_sink(std::span<json_member> members) : members_(members) {}
+
+  void on_string(std::string_view key, bool key_escaped, std::string_view value,
+                 bool value_escaped) override {
+    json_member* m = find(key, key_escaped);
+    if (m == nullptr) return;
+    m->integer.reset();
+    m->string.emplace();
+    if (value_escaped) {
+      detail::unescape_json_string(value, *m->string);
+    } else {
+      m->string->assign(value);
+    }
+  }
+
+  void on_other(std::string_view key, bool key_escaped) override {
+    if (json_member* m = find(key, key_escaped)) {
+      m->string.reset();
+      m->integer.reset();
+    }
+  }
+
+  void on_number(std::string_view key, bool key_escaped, std::string_view number) override {
+    json_member* m = find(key, key_escaped);
+    if (m == nullptr || number.find_first_of(".eE") != std::string_view::npos) return;
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (ec == std::errc() && end == number.data() + number.size()) m->integer = n;
+  }
+
+ private:
+  json_member* find(std::string_view key, bool key_escaped) {
+    if (key_escaped) {
+      detail::unescape_json_string(key, key_buffer_);
+      key = key_buffer_;
+    }
+    for (auto& m : members_)
+      if (m.key == key) return &m;
+    return nullptr;
+  }
+
+  std::span<json_member> members_;
+  std::string key_buffer_;
+};
+
 }  // namespace
+
+bool read_members(std::string_view json, std::span<json_member> members) {
+  auto clear = [members] {
+    for (auto& m : members) {
+      m.string.reset();
+      m.integer.reset();
+    }
+  };
+  clear();
+  members_sink sink{members};
+  if (detail::scan_json(json, &sink) == detail::json_root::object) return true;
+  clear();
+  return false;
+}
 
 std::optional<std::string> string_member(std::string_view json, std::string_view key) {
   std::optional<std::string> value;

@@ -1,9 +1,12 @@
 #include <jupyter_protocol/message.hpp>
 
+#include <jupyter_protocol/json_members.hpp>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +78,46 @@ TEST(string_member, agrees_with_a_parsed_document) {
   };
   for (const auto& text : texts)
     EXPECT_EQ(string_member(text, "k"), nlohmann_member(text, "k")) << text;
+}
+
+TEST(read_members, reads_strings_and_integers_in_one_pass) {
+  std::array<json_member, 4> m{
+      {{"status", {}, {}}, {"execution_count", {}, {}}, {"name", {}, {}}, {"x", {}, {}}}};
+  ASSERT_TRUE(read_members(R"({"status":"ok","execution_count":-42,"user_expressions":{"a":[1,"b"]},)"
+                           R"("na\u006de":"std\u006fut"})",
+                           m));
+  EXPECT_EQ(m[0].string, "ok");
+  EXPECT_EQ(m[0].integer, std::nullopt);
+  EXPECT_EQ(m[1].integer, -42);
+  EXPECT_EQ(m[1].string, std::nullopt);
+  EXPECT_EQ(m[2].string, "stdout");
+  EXPECT_EQ(m[3].string, std::nullopt);
+  EXPECT_EQ(m[3].integer, std::nullopt);
+}
+
+TEST(read_members, takes_only_integers_that_fit_and_the_last_of_repeated_keys) {
+  std::array<json_member, 1> m{{{"n", {}, {}}}};
+  for (const char* text : {R"({"n":1.0})", R"({"n":1e2})", R"({"n":99999999999999999999})", R"({"n":null})",
+                           R"({"n":[1]})", R"({"n":1,"n":"one","n":true})"}) {
+    ASSERT_TRUE(read_members(text, m)) << text;
+    EXPECT_EQ(m[0].integer, std::nullopt) << text;
+    EXPECT_EQ(m[0].string, std::nullopt) << text;
+  }
+  ASSERT_TRUE(read_members(R"({"n":"one","n":7})", m));
+  EXPECT_EQ(m[0].integer, 7);
+  EXPECT_EQ(m[0].string, std::nullopt);
+  // Nested members of the same name are not top-level.
+  ASSERT_TRUE(read_members(R"({"a":{"n":5}})", m));
+  EXPECT_EQ(m[0].integer, std::nullopt);
+}
+
+TEST(read_members, an_invalid_text_or_a_non_object_sets_nothing) {
+  std::array<json_member, 1> m{{{"n", {}, {}}}};
+  for (const char* text : {R"({"n":3,})", R"({"n":3)", R"([{"n":3}])", "3", R"({"n":"\xff"})", ""}) {
+    EXPECT_FALSE(read_members(text, m)) << text;
+    EXPECT_EQ(m[0].integer, std::nullopt) << text;
+    EXPECT_EQ(m[0].string, std::nullopt) << text;
+  }
 }
 
 }  // namespace

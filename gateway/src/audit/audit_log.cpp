@@ -44,12 +44,28 @@ void audit_log::reopen() {
 void audit_log::record(std::string_view event, const std::optional<std::string>& principal,
                        const nlohmann::ordered_json& fields) noexcept {
   try {
-    nlohmann::ordered_json line = {{"time", protocol::iso8601_now()},
-                                   {"event", event},
-                                   {"principal", principal ? nlohmann::ordered_json(*principal) : nullptr}};
-    for (const auto& [key, value] : fields.items())
-      line[key] = value;
-    write_line(line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    using ojson = nlohmann::ordered_json;
+    constexpr auto replace = ojson::error_handler_t::replace;
+    const ojson head = {{"time", protocol::iso8601_now()},
+                        {"event", event},
+                        {"principal", principal ? ojson(*principal) : nullptr}};
+    std::string text = head.dump(-1, ' ', false, replace);
+    // The fields follow the head's members, serialised where they are
+    // (one that names a head member replaces it in place).
+    if (fields.is_object() && !fields.empty()) {
+      if (fields.contains("time") || fields.contains("event") || fields.contains("principal")) {
+        ojson line = head;
+        for (const auto& [key, value] : fields.items())
+          line[key] = value;
+        text = line.dump(-1, ' ', false, replace);
+      } else {
+        text.back() = ',';
+        const std::string rest = fields.dump(-1, ' ', false, replace);
+        text.append(rest, 1, std::string::npos);
+      }
+    }
+    text.push_back('\n');
+    write_line(text);
   } catch (const std::exception& e) {  // allocation; nothing else throws here
     log::error("audit_record_failed", {{"event", event}, {"error", e.what()}});
   }

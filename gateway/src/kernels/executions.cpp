@@ -3,6 +3,10 @@
 #include "../audit/audit_log.hpp"
 #include "../util/metrics.hpp"
 
+#include <jupyter_protocol/json_members.hpp>
+
+#include <array>
+
 namespace sandgate::gateway {
 using json = nlohmann::json;
 
@@ -10,12 +14,18 @@ namespace {
 
 // Digests the "code" of an execute_request's or execute_input's content.
 void digest_code(execution_record& r, std::string_view content, const char* from) {
-  const auto j = json::parse(content, nullptr, false);
-  if (!j.is_object() || !j.contains("code") || !j["code"].is_string()) return;
-  const auto& code = j["code"].get_ref<const std::string&>();
-  r.code_sha256 = sha256_hex(code);
-  r.code_bytes = code.size();
+  const auto code = protocol::string_member(content, "code");
+  if (!code) return;
+  r.code_sha256 = sha256_hex(*code);
+  r.code_bytes = code->size();
   r.code_from = from;
+}
+
+// {ename, evalue, traceback} of an error or execute_reply content.
+json error_of(const json& content) {
+  return json{{"ename", content.value("ename", "")},
+              {"evalue", content.value("evalue", "")},
+              {"traceback", content.value("traceback", json::array())}};
 }
 
 }  // namespace
@@ -103,16 +113,16 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
   const std::string type = msg.msg_type();
   const std::size_t before = r.bytes;
   if (ch == protocol::channel::shell && type == "execute_reply") {
-    const auto content = json::parse(msg.content, nullptr, false);
-    if (content.is_object()) {
-      if (content.contains("execution_count") && content["execution_count"].is_number_integer())
-        r.execution_count = content["execution_count"].get<long long>();
-      const std::string reply_status = content.value("status", "error");
+    // Read without a document; only an error's details need one.
+    std::array<protocol::json_member, 2> m{{{"execution_count", {}, {}}, {"status", {}, {}}}};
+    if (protocol::read_members(msg.content, m)) {
+      if (m[0].integer) r.execution_count = *m[0].integer;
+      const std::string reply_status = m[1].string.value_or("error");
       if (r.status == "running") r.status = reply_status;
-      if (reply_status == "error" && !r.error)
-        r.error = json{{"ename", content.value("ename", "")},
-                       {"evalue", content.value("evalue", "")},
-                       {"traceback", content.value("traceback", json::array())}};
+      if (reply_status == "error" && !r.error) {
+        const auto content = json::parse(msg.content, nullptr, false);
+        if (content.is_object()) r.error = error_of(content);
+      }
     }
     r.replied = true;
   } else if (ch == protocol::channel::iopub) {
@@ -121,10 +131,10 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     } else if (type == "execute_input") {
       if (r.code_from.empty()) digest_code(r, msg.content, "kernel");
     } else if (type == "stream") {
-      const auto content = json::parse(msg.content, nullptr, false);
-      if (content.is_object() && content.contains("text") && content["text"].is_string()) {
-        auto& text = content.value("name", "") == "stderr" ? r.stderr_text : r.stdout_text;
-        const auto& add = content["text"].get_ref<const std::string&>();
+      std::array<protocol::json_member, 2> m{{{"name", {}, {}}, {"text", {}, {}}}};
+      if (protocol::read_members(msg.content, m) && m[1].string) {
+        auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;
+        const auto& add = *m[1].string;
         const std::size_t room = limits_.max_stream_bytes - std::min(limits_.max_stream_bytes, text.size());
         if (add.size() > room) r.truncated = true;
         text.append(add, 0, std::min(room, add.size()));
@@ -134,15 +144,20 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       if (r.bytes + msg.content.size() > limits_.max_output_bytes) {
         r.truncated = true;
       } else {
-        const auto content = json::parse(msg.content, nullptr, false);
+        auto content = json::parse(msg.content, nullptr, false);
         if (content.is_object()) {
-          json out = {{"output_type", type},
-                      {"data", content.value("data", json::object())},
-                      {"metadata", content.value("metadata", json::object())}};
+          // The content is ours: its bundles move into the record.
+          auto take = [&content](const char* key) {
+            auto member = content.find(key);
+            return member == content.end() ? json::object() : std::move(*member);
+          };
+          json out = {{"output_type", type}, {"data", take("data")}, {"metadata", take("metadata")}};
           if (type == "execute_result") {
             const auto& data = out["data"];
-            if (data.contains("text/plain") && data["text/plain"].is_string())
-              r.result = data["text/plain"].get<std::string>();
+            if (data.is_object()) {
+              auto plain = data.find("text/plain");
+              if (plain != data.end() && plain->is_string()) r.result = plain->get<std::string>();
+            }
           }
           r.outputs.push_back(std::move(out));
           r.bytes += msg.content.size();
@@ -150,10 +165,7 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       }
     } else if (type == "error") {
       const auto content = json::parse(msg.content, nullptr, false);
-      if (content.is_object())
-        r.error = json{{"ename", content.value("ename", "")},
-                       {"evalue", content.value("evalue", "")},
-                       {"traceback", content.value("traceback", json::array())}};
+      if (content.is_object()) r.error = error_of(content);
     }
   }
   total_bytes_ += r.bytes - before;

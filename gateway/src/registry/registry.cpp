@@ -1,5 +1,7 @@
 #include "registry.hpp"
 
+#include "statement.hpp"
+
 #include <gateway/log.hpp>
 
 #include <sqlite3.h>
@@ -7,6 +9,7 @@
 
 #include <ctime>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
@@ -50,47 +53,6 @@ constexpr const char* migrations[] = {
     )sql",
 };
 
-class statement {
- public:
-  statement(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
-  }
-  ~statement() { sqlite3_finalize(stmt_); }
-  statement(const statement&) = delete;
-  statement& operator=(const statement&) = delete;
-
-  statement& bind(int i, const std::string& text) {
-    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  statement& bind(int i, std::int64_t n) {
-    sqlite3_bind_int64(stmt_, i, n);
-    return *this;
-  }
-  // SQLITE_ROW or SQLITE_DONE; throws on anything else.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(sqlite3_db_handle(stmt_)));
-  }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
-             : std::string();
-  }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
 std::int64_t unix_now() {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
@@ -119,7 +81,10 @@ sqlite3* open_db(const fs::path& path) {
 
 }  // namespace
 
-std::unique_ptr<registry> registry::open(const fs::path& path) {
+registry::registry(sqlite3* db) : db_(db) {}
+
+std::unique_ptr<registry> registry::open(const fs::path& path,
+                                         std::chrono::milliseconds execution_batch_window) {
   const bool existed = fs::exists(path);
   std::unique_ptr<registry> r(new registry(open_db(path)));
   try {
@@ -128,7 +93,7 @@ std::unique_ptr<registry> registry::open(const fs::path& path) {
     if (!check.step() || check.text(0) != "ok") throw std::runtime_error("quick_check: " + check.text(0));
     r->migrate();
     r->notice_ = existed ? "" : "created " + path.string();
-    r->start_writer(path);
+    r->start_writer(path, execution_batch_window);
     return r;
   } catch (const std::exception& e) {
     // Not a database, corrupt, or from a newer gateway: keep it for
@@ -145,7 +110,7 @@ std::unique_ptr<registry> registry::open(const fs::path& path) {
     fresh->migrate();
     fresh->notice_ = "the registry " + path.string() + " was unusable (" + why + "); moved it to " + aside +
                      " and started an empty one";
-    fresh->start_writer(path);
+    fresh->start_writer(path, execution_batch_window);
     return fresh;
   }
 }
@@ -159,27 +124,62 @@ registry::~registry() {
     wake_.notify_one();
     writer_.join();
   }
+  begin_.reset();
+  commit_.reset();
+  rollback_.reset();
+  insert_execution_.reset();
   sqlite3_close(writer_db_);
   sqlite3_close(db_);
 }
 
-void registry::start_writer(const fs::path& path) {
+void registry::start_writer(const fs::path& path, std::chrono::milliseconds batch_window) {
   writer_db_ = open_db(path);
+  // Spelled out: SQLite's default, which this connection always had. Each
+  // batch's commit syncs the WAL; batching is what keeps that rare.
+  char* error = nullptr;
+  if (sqlite3_exec(writer_db_, "PRAGMA synchronous=FULL", nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("sqlite: " + message);
+  }
+  batch_window_ = batch_window;
+  begin_ = std::make_unique<statement>(writer_db_, "BEGIN", true);
+  commit_ = std::make_unique<statement>(writer_db_, "COMMIT", true);
+  rollback_ = std::make_unique<statement>(writer_db_, "ROLLBACK", true);
+  insert_execution_ = std::make_unique<statement>(
+      writer_db_,
+      "INSERT OR REPLACE INTO executions (kernel_id, msg_id, record, finished_at, running) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)",
+      true);
+  stats_.statements_prepared = 4;
   writer_ = std::thread([this] { write_executions(); });
 }
 
 void registry::put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record,
                              bool running) {
+  bool was_empty = false;
   {
     std::lock_guard lock(mutex_);
+    was_empty = queue_.empty();
+    if (was_empty) oldest_queued_ = std::chrono::steady_clock::now();
     queue_.push_back({kernel_id, msg_id, std::move(record), running});
   }
-  wake_.notify_one();
+  // The writer waits for a first record, then for its batch window: later
+  // ones need not wake it.
+  if (was_empty) wake_.notify_one();
 }
 
 void registry::flush() {
   std::unique_lock lock(mutex_);
+  ++flushing_;
+  wake_.notify_one();
   written_.wait(lock, [this] { return queue_.empty() && in_flight_ == 0; });
+  --flushing_;
+}
+
+registry::writer_stats registry::execution_writer_stats() {
+  std::lock_guard lock(mutex_);
+  return stats_;
 }
 
 void registry::write_executions() {
@@ -187,33 +187,70 @@ void registry::write_executions() {
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) return;
+    // Let what comes within the window (an execution's end soon after its
+    // start, the next execution) join this transaction.
+    wake_.wait_until(lock, oldest_queued_ + batch_window_, [this] { return stopping_ || flushing_ > 0; });
     std::deque<pending_execution> batch;
     batch.swap(queue_);
     in_flight_ = batch.size();
     lock.unlock();
-    try {  // one transaction per batch: one WAL append for many records
-      sqlite3_exec(writer_db_, "BEGIN", nullptr, nullptr, nullptr);
-      statement st(writer_db_,
-                   "INSERT OR REPLACE INTO executions (kernel_id, msg_id, record, finished_at, running) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)");
-      for (const auto& e : batch) {
-        st.bind(1, e.kernel_id)
-            .bind(2, e.msg_id)
-            .bind(3, e.record)
-            .bind(4, unix_now())
-            .bind(5, std::int64_t{e.running ? 1 : 0});
-        st.step();
-        st.reset();
-      }
-      if (sqlite3_exec(writer_db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
-        throw std::runtime_error(sqlite3_errmsg(writer_db_));
-    } catch (const std::exception& e) {
-      sqlite3_exec(writer_db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      log::error("registry_write_failed", {{"what", "execution records"}, {"error", e.what()}});
-    }
+    const std::size_t written = write_batch(batch);
     lock.lock();
     in_flight_ = 0;
+    if (written > 0) {
+      ++stats_.transactions;
+      stats_.records_written += written;
+      stats_.records_superseded += batch.size() - written;
+    }
     written_.notify_all();
+  }
+}
+
+std::size_t registry::write_batch(const std::deque<pending_execution>& batch) {
+  // The last record of each execution in the batch; the others it replaces.
+  auto key_of = [](const pending_execution& e) { return e.kernel_id + '\0' + e.msg_id; };
+  std::unordered_map<std::string, std::size_t> last;
+  last.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    last[key_of(batch[i])] = i;
+  std::size_t written = 0;
+  try {  // one transaction per batch: one WAL append for many records
+    begin_->step();
+    begin_->reset();
+    const std::int64_t now = unix_now();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const auto& e = batch[i];
+      if (last.size() < batch.size() && last.find(key_of(e))->second != i) continue;
+      auto& st = *insert_execution_;
+      st.bind(1, e.kernel_id, true)
+          .bind(2, e.msg_id, true)
+          .bind(3, e.record, true)
+          .bind(4, now)
+          .bind(5, std::int64_t{e.running ? 1 : 0});
+      try {
+        st.step();
+      } catch (...) {
+        st.reset();
+        throw;
+      }
+      st.reset();
+      ++written;
+    }
+    commit_->step();
+    commit_->reset();
+    return written;
+  } catch (const std::exception& e) {
+    commit_->reset();
+    begin_->reset();
+    if (!sqlite3_get_autocommit(writer_db_)) {
+      try {
+        rollback_->step();
+      } catch (...) {
+      }
+      rollback_->reset();
+    }
+    log::error("registry_write_failed", {{"what", "execution records"}, {"error", e.what()}});
+    return 0;
   }
 }
 

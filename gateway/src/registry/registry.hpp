@@ -12,6 +12,7 @@
 // on: the registry is what a restart recovers, not what the running
 // gateway reads.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -26,6 +27,8 @@
 struct sqlite3;
 
 namespace sandgate::gateway {
+
+class statement;
 
 struct registry_row {
   std::string id;
@@ -42,7 +45,13 @@ class registry {
   // date. A file that is not a usable database is moved aside to
   // `<path>.corrupt-<unix time>` (its WAL too) and a new one is made; what
   // happened is in `notice()`. Throws when no database can be made.
-  static std::unique_ptr<registry> open(const std::filesystem::path& path);
+  // `execution_batch_window`: how long the writer waits after a record is
+  // queued for more to join it in one transaction (flush() and the stop
+  // cut it short).
+  static constexpr std::chrono::milliseconds default_execution_batch_window{5};
+  static std::unique_ptr<registry> open(
+      const std::filesystem::path& path,
+      std::chrono::milliseconds execution_batch_window = default_execution_batch_window);
   ~registry();
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
@@ -61,7 +70,10 @@ class registry {
 
   // Execution records, kept for an hour after they end. Written by a
   // thread of the registry's own (a record may hold megabytes of output),
-  // in batches; a record queued but not yet written when the process is
+  // in batches: what is queued within the batch window of the oldest
+  // queued record goes in one transaction, and of several records of one
+  // execution in a batch only the last is written (each replaces the one
+  // before). A record queued but not yet written when the process is
   // killed is lost, a stopped registry writes all it queued first.
   // A record put with `running` marks an execution the kernel is still on,
   // for a gateway that restarts meanwhile to take it up; its end replaces it.
@@ -74,6 +86,15 @@ class registry {
   // Waits until every queued execution record is written.
   void flush();
 
+  // What the execution writer did so far, for tests and diagnostics.
+  struct writer_stats {
+    std::uint64_t transactions = 0;  // committed, one per batch
+    std::uint64_t records_written = 0;
+    std::uint64_t records_superseded = 0;  // replaced by a later one in the same batch
+    std::uint64_t statements_prepared = 0;
+  };
+  [[nodiscard]] writer_stats execution_writer_stats();
+
   [[nodiscard]] int schema_version() const;
   // What open() had to do beyond opening ("created", "moved aside a corrupt
   // database to ..."), for the log.
@@ -85,21 +106,29 @@ class registry {
     bool running = false;
   };
 
-  explicit registry(sqlite3* db) : db_(db) {}
+  explicit registry(sqlite3* db);
   void exec(const char* sql) const;
   void migrate();
-  void start_writer(const std::filesystem::path& path);
+  void start_writer(const std::filesystem::path& path, std::chrono::milliseconds batch_window);
   void write_executions();
+  // One transaction for `batch`; returns how many records it wrote.
+  std::size_t write_batch(const std::deque<pending_execution>& batch);
 
   sqlite3* db_;
   std::string notice_;
   sqlite3* writer_db_ = nullptr;
+  // The writer's statements, prepared once for the life of its connection.
+  std::unique_ptr<statement> begin_, commit_, rollback_, insert_execution_;
+  std::chrono::milliseconds batch_window_{};
   std::thread writer_;
   std::mutex mutex_;
   std::condition_variable wake_, written_;
   std::deque<pending_execution> queue_;
+  std::chrono::steady_clock::time_point oldest_queued_;
   std::size_t in_flight_ = 0;
+  int flushing_ = 0;  // callers waiting in flush()
   bool stopping_ = false;
+  writer_stats stats_;
 };
 
 }  // namespace sandgate::gateway

@@ -39,6 +39,48 @@ TEST(execution_log, ends_on_reply_and_idle_with_streams_result_and_waiters) {
   EXPECT_FALSE(log.on_message(channel::iopub, child_of("other", "stream", "{}"), ""));
 }
 
+TEST(execution_log, an_error_reply_stderr_and_displays_are_recorded) {
+  execution_log log;
+  log.begin("e1", R"({"code":"1/0","silent":false})");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stderr","text":"w\u00e4rn\n"})"), "");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":"out"})"), "");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":3})"), "");
+  log.on_message(channel::iopub,
+                 child_of("e1", "display_data", R"({"data":{"image/png":"AA=="},"metadata":{"w":1}})"), "");
+  log.on_message(channel::shell,
+                 child_of("e1", "execute_reply",
+                          R"({"status":"error","execution_count":7,"ename":"ZeroDivisionError",)"
+                          R"("evalue":"division by zero","traceback":["tb"]})"),
+                 "");
+  log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle");
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r && r->done());
+  EXPECT_EQ(r->status, "error");
+  EXPECT_EQ(r->execution_count, 7);
+  EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn\n");
+  EXPECT_EQ(r->stdout_text, "out");
+  EXPECT_EQ(r->outputs,
+            nlohmann::json::parse(
+                R"([{"output_type":"display_data","data":{"image/png":"AA=="},"metadata":{"w":1}}])"));
+  EXPECT_EQ(r->result, std::nullopt);
+  EXPECT_EQ(r->error, nlohmann::json::parse(
+                          R"({"ename":"ZeroDivisionError","evalue":"division by zero","traceback":["tb"]})"));
+  EXPECT_EQ(r->code_from, "request");
+  EXPECT_EQ(r->code_bytes, 3u);
+  EXPECT_EQ(r->code_sha256, "18d6e1cac2a8adaf25577cca14db7753507f4f03a288124ce9fe2d60babd7bb0");
+}
+
+TEST(execution_log, a_reply_without_status_or_an_integer_count_is_an_error_without_a_count) {
+  execution_log log;
+  log.begin("e1");
+  log.on_message(channel::shell, child_of("e1", "execute_reply", R"({"execution_count":"3"})"), "");
+  log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle");
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r && r->done());
+  EXPECT_EQ(r->status, "error");
+  EXPECT_EQ(r->execution_count, std::nullopt);
+}
+
 TEST(execution_log, streams_are_capped_and_marked_truncated) {
   execution_limits limits;
   limits.max_stream_bytes = 10;

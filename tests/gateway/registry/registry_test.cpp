@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace sandgate::gateway {
 namespace {
@@ -141,6 +143,64 @@ TEST_F(registry_test, a_running_execution_is_listed_until_its_end_replaces_it) {
   auto r = registry::open(path_);
   EXPECT_EQ(r->running_executions("k2"), std::vector<std::string>{R"({"status":"running","n":3})"});
   EXPECT_TRUE(r->running_executions("k3").empty());
+}
+
+TEST_F(registry_test, a_batch_is_one_transaction_and_the_writer_prepares_its_statements_once) {
+  auto r = registry::open(path_, std::chrono::seconds(60));  // only flush() ends a batch
+  for (int i = 0; i < 50; ++i)
+    r->put_execution("k1", "m" + std::to_string(i), R"({"n":)" + std::to_string(i) + "}");
+  r->flush();
+  auto stats = r->execution_writer_stats();
+  EXPECT_EQ(stats.transactions, 1u);
+  EXPECT_EQ(stats.records_written, 50u);
+  EXPECT_EQ(stats.statements_prepared, 4u);
+  for (int i = 50; i < 60; ++i)
+    r->put_execution("k1", "m" + std::to_string(i), R"({"n":)" + std::to_string(i) + "}");
+  r->flush();
+  stats = r->execution_writer_stats();
+  EXPECT_EQ(stats.transactions, 2u);
+  EXPECT_EQ(stats.records_written, 60u);
+  EXPECT_EQ(stats.statements_prepared, 4u);  // the same statements, reset and bound again
+  EXPECT_EQ(r->execution("k1", "m0"), R"({"n":0})");
+  EXPECT_EQ(r->execution("k1", "m59"), R"({"n":59})");
+}
+
+TEST_F(registry_test, of_one_executions_records_in_a_batch_only_the_last_is_written) {
+  auto r = registry::open(path_, std::chrono::seconds(60));
+  r->put_execution("k1", "m1", R"({"status":"running"})", true);
+  r->put_execution("k1", "m2", R"({"status":"running"})", true);
+  r->put_execution("k2", "m1", R"({"status":"running"})", true);  // same msg_id, other kernel
+  r->put_execution("k1", "m1", R"({"status":"ok"})");
+  r->flush();
+  const auto stats = r->execution_writer_stats();
+  EXPECT_EQ(stats.transactions, 1u);
+  EXPECT_EQ(stats.records_written, 3u);
+  EXPECT_EQ(stats.records_superseded, 1u);
+  EXPECT_EQ(r->execution("k1", "m1"), R"({"status":"ok"})");
+  EXPECT_EQ(r->running_executions("k1"), std::vector<std::string>{R"({"status":"running"})"});
+  EXPECT_EQ(r->running_executions("k2"), std::vector<std::string>{R"({"status":"running"})"});
+}
+
+TEST_F(registry_test, a_running_record_is_stored_within_the_batch_window_without_a_flush) {
+  auto r = registry::open(path_);
+  const auto start = std::chrono::steady_clock::now();
+  r->put_execution("k1", "m1", R"({"status":"running"})", true);
+  while (r->running_executions("k1").empty() &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(r->running_executions("k1"), std::vector<std::string>{R"({"status":"running"})"});
+  // The window (5 ms) plus one commit; generous for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
+TEST_F(registry_test, a_stop_does_not_wait_out_the_batch_window) {
+  const auto start = std::chrono::steady_clock::now();
+  {
+    auto r = registry::open(path_, std::chrono::seconds(60));
+    r->put_execution("k1", "m1", R"({"status":"ok"})");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(registry::open(path_)->execution("k1", "m1"), R"({"status":"ok"})");
 }
 
 TEST_F(registry_test, a_newer_schema_is_not_touched_but_set_aside) {

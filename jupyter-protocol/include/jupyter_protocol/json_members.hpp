@@ -1,0 +1,27 @@
+#pragma once
+// Several top-level members of a JSON object text read in one validating
+// pass, without building a document: for the few fields the gateway needs
+// from a message's content.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sandgate::protocol {
+
+// A top-level member for read_members to fill: its value when a string
+// (unescaped) or an integer that fits in 64 bits, else neither.
+struct json_member {
+  std::string_view key;
+  std::optional<std::string> string;
+  std::optional<std::int64_t> integer;
+};
+
+// string_member for several keys, integers too, in one validating pass;
+// what `members` held before is cleared. false, with every member left
+// unset, when the text is not a valid JSON object.
+[[nodiscard]] bool read_members(std::string_view json, std::span<json_member> members);
+
+}  // namespace sandgate::protocol
