@@ -70,28 +70,25 @@ void zmq_channel::start_wait() {
 void zmq_channel::drain() {
   drain_posted_ = false;
   int handled = 0;
-  for (;;) {
-    while (!closed_) {
-      if (handled++ == max_messages_per_wakeup) return post_drain();
-      frames f;
-      f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
-      zmq::message_t part;
-      if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;  // empty for now
+  while (!closed_) {
+    if (handled++ == max_messages_per_wakeup) return post_drain();
+    frames f;
+    f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
+    zmq::message_t part;
+    // ZMQ_FD is edge-triggered. A receive that finds nothing has, like a
+    // read of ZMQ_EVENTS, first processed every command the socket had
+    // (which consumes the edge) and then looked again: what arrives after
+    // it signals the descriptor anew, so waiting now misses nothing.
+    if (!socket_.recv(part, zmq::recv_flags::dontwait)) return start_wait();
+    f.emplace_back(static_cast<const char*>(part.data()), part.size());
+    while (part.more() && socket_.recv(part, zmq::recv_flags::dontwait))
       f.emplace_back(static_cast<const char*>(part.data()), part.size());
-      while (part.more() && socket_.recv(part, zmq::recv_flags::dontwait))
-        f.emplace_back(static_cast<const char*>(part.data()), part.size());
-      try {
-        on_message_(std::move(f));
-      } catch (const std::exception& e) {
-        log::error("zmq_message_handler_failed", {{"error", e.what()}});
-      }
+    try {
+      on_message_(std::move(f));
+    } catch (const std::exception& e) {
+      log::error("zmq_message_handler_failed", {{"error", e.what()}});
     }
-    if (closed_) return;
-    // ZMQ_FD is edge-triggered: read ZMQ_EVENTS once before waiting, which
-    // also settles the edge; anything that arrived meanwhile is read now.
-    if (!(socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
   }
-  start_wait();
 }
 
 void zmq_channel::post_drain() {

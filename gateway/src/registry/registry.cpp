@@ -134,10 +134,11 @@ registry::~registry() {
 
 void registry::start_writer(const fs::path& path, std::chrono::milliseconds batch_window) {
   writer_db_ = open_db(path);
-  // Spelled out: SQLite's default, which this connection always had. Each
-  // batch's commit syncs the WAL; batching is what keeps that rare.
+  // Execution records need to outlive the gateway's process (a kill -9),
+  // which a WAL commit does without a sync; a power loss may take the last
+  // batches, never the database. Sandbox and kernel records keep FULL.
   char* error = nullptr;
-  if (sqlite3_exec(writer_db_, "PRAGMA synchronous=FULL", nullptr, nullptr, &error) != SQLITE_OK) {
+  if (sqlite3_exec(writer_db_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, &error) != SQLITE_OK) {
     const std::string message = error ? error : "unknown error";
     sqlite3_free(error);
     throw std::runtime_error("sqlite: " + message);
