@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,31 @@ TEST(kernelspec, refresh_sees_new_changed_and_removed_specs) {
   catalog.refresh();
   EXPECT_EQ(catalog.find("a"), nullptr);
   EXPECT_EQ(catalog.all().size(), 1u);
+}
+
+TEST(kernelspec, refresh_reads_again_only_what_changed) {
+  temp_dir root;
+  write(root.path() / "a" / "kernel.json", R"({"argv": ["a1"]})");
+  // Written an hour ago: past the window in which a stamp is not trusted.
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& p : {root.path() / "a" / "kernel.json", root.path() / "a", root.path()})
+    fs::last_write_time(p, old);
+  kernelspec_catalog catalog({root.path()});
+  const kernelspec* read = catalog.find("a");
+  ASSERT_NE(read, nullptr);
+  catalog.refresh();
+  EXPECT_EQ(catalog.find("a"), read);  // nothing changed: the same entry, not read again
+  EXPECT_EQ(catalog.find("a")->argv, std::vector<std::string>{"a1"});
+  write(root.path() / "a" / "kernel.json", R"({"argv": ["a2"]})");  // the same size, a new mtime
+  catalog.refresh();
+  EXPECT_EQ(catalog.find("a")->argv, std::vector<std::string>{"a2"});
+  // A change in the same file-system tick as the read before it is still seen.
+  write(root.path() / "a" / "kernel.json", R"({"argv": ["a3"]})");
+  catalog.refresh();
+  EXPECT_EQ(catalog.find("a")->argv, std::vector<std::string>{"a3"});
+  write(root.path() / "b" / "kernel.json", R"({"argv": ["b"]})");
+  catalog.refresh();
+  EXPECT_NE(catalog.find("b"), nullptr);
 }
 
 // Sets an environment variable for the test's duration.

@@ -3,6 +3,7 @@
 // install's share/jupyter/kernels (found beside the executable), the user
 // and system data dirs, and any --kernel-path. The first one found wins.
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -33,7 +34,9 @@ class kernelspec_catalog {
  public:
   explicit kernelspec_catalog(std::vector<std::filesystem::path> search_dirs);
 
-  // Re-reads the directories (cheap; done on each listing so new specs appear).
+  // Re-reads the directories when something in them changed since the last
+  // read (a stat of each dir and kernel.json decides): done on each listing
+  // and start, so new and edited specs appear at once.
   void refresh();
 
   [[nodiscard]] const std::map<std::string, kernelspec>& all() const noexcept { return specs_; }
@@ -46,8 +49,13 @@ class kernelspec_catalog {
       const std::vector<std::filesystem::path>& extra, const std::filesystem::path& exe_dir);
 
  private:
+  [[nodiscard]] std::vector<std::int64_t> stamp() const;
+
   std::vector<std::filesystem::path> dirs_;  // each a ".../kernels" dir
   std::map<std::string, kernelspec> specs_;
+  std::vector<std::filesystem::path> candidates_;  // every subdir seen at the last read
+  std::vector<std::int64_t> stamp_;                // stamp() after the last read
+  bool racy_ = false;                              // something changed just before the last read: read again
 };
 
 // Parses one kernel.json; nothing (and a logged warning) when it is unusable.

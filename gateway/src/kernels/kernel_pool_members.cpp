@@ -71,9 +71,11 @@ bool settable_later(const std::map<std::string, std::string>& env) {
 }
 
 // A cell that takes the path every cell takes (compile, run) and changes
-// nothing a user could see.
+// nothing a user could see. Python's also runs the display formatters once,
+// which a silent cell does not reach: a first result then costs what any
+// later one does.
 std::string warm_up_code(const std::string& language) {
-  if (language == "python") return "(lambda: None)()";
+  if (language == "python") return "(lambda: None)(); get_ipython().display_formatter.format(1)";
   if (language == "bash") return ":";
   return "";
 }

@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
+#include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -49,18 +53,69 @@ kernelspec_catalog::kernelspec_catalog(std::vector<fs::path> search_dirs) : dirs
   refresh();
 }
 
+namespace {
+// Appends what stat() says of `path` that a change to it would change.
+void stamp_of(const fs::path& path, std::vector<std::int64_t>& out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    out.push_back(-1);
+    return;
+  }
+  out.insert(out.end(),
+             {static_cast<std::int64_t>(st.st_mtim.tv_sec), static_cast<std::int64_t>(st.st_mtim.tv_nsec),
+              static_cast<std::int64_t>(st.st_size), static_cast<std::int64_t>(st.st_ino)});
+}
+
+// A file system's clock ticks coarsely (a few ms): a change in the same
+// tick as a read leaves the mtime the read saw. What changed this recently
+// is read again next time, whatever its stamp (as git treats "racily
+// clean" files).
+constexpr std::int64_t racy_window_s = 2;
+}  // namespace
+
+std::vector<std::int64_t> kernelspec_catalog::stamp() const {
+  std::vector<std::int64_t> out;
+  for (const auto& dir : dirs_)
+    stamp_of(dir, out);
+  for (const auto& dir : candidates_) {
+    stamp_of(dir, out);
+    stamp_of(dir / "kernel.json", out);
+  }
+  return out;
+}
+
 void kernelspec_catalog::refresh() {
+  // A spec is added or removed with its directory (the search dir's mtime
+  // moves), a logo with its file (the spec dir's), and kernel.json is
+  // edited in place or replaced (its own mtime, size or inode): the same
+  // stamps mean nothing to read again.
+  if (!stamp_.empty() && !racy_ && stamp() == stamp_) return;
+  const auto read_at = std::time(nullptr);
   std::map<std::string, kernelspec> found;
+  std::vector<fs::path> candidates;
   for (const auto& dir : dirs_) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       if (!entry.is_directory(ec)) continue;
+      candidates.push_back(entry.path());
       const auto name = entry.path().filename().string();
       if (found.count(name)) continue;
       if (auto spec = load_kernelspec(entry.path())) found.emplace(name, std::move(*spec));
     }
   }
   specs_ = std::move(found);
+  candidates_ = std::move(candidates);
+  stamp_ = stamp();
+  // Every stamp that is a time is a (seconds, nanoseconds, size, inode) run.
+  racy_ = false;
+  for (std::size_t i = 0; i < stamp_.size();) {
+    if (stamp_[i] == -1) {
+      ++i;
+      continue;
+    }
+    if (stamp_[i] >= read_at - racy_window_s) racy_ = true;
+    i += 4;
+  }
 }
 
 const kernelspec* kernelspec_catalog::find(const std::string& name) const {

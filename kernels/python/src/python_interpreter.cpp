@@ -69,6 +69,20 @@ class busy_flag {
   std::atomic<bool>& flag_;
 };
 
+// IPython keeps each session's cells in ~/.ipython/profile_default/
+// history.sqlite, opened at start and committed, with a sync, by a thread
+// after every cell. A kernel here lives in a sandbox of one session, whose
+// home ends with it: no later session reads that file. So the database is
+// in memory; In, _i, %history and its searches work as before, and a cell
+// costs no disk write.
+void keep_history_in_memory() {
+  py::gil_scoped_acquire gil;
+  py::exec(R"python(
+from IPython.core.history import HistoryManager
+HistoryManager._get_hist_file_name = lambda self, profile=None: ":memory:"
+)python");
+}
+
 }  // namespace
 
 python_interpreter::python_interpreter(std::vector<std::string> preload_modules, deferred_imports deferred)
@@ -122,6 +136,7 @@ void python_interpreter::watch_sigint() {
 
 void python_interpreter::configure_impl() {
   kernels::startup_mark("sandgate-python", "configure");
+  keep_history_in_memory();
   xpyt::interpreter::configure_impl();
   kernels::startup_mark("sandgate-python", "ipython shell made");
   py::gil_scoped_acquire gil;

@@ -174,8 +174,23 @@ def _flush_open_figures(*_args):
         plt.close("all")
 
 
+def _history_in_memory(shell):
+    # The history database is in memory (see python_interpreter.cpp): write
+    # each cell to it as it ends, as IPython's saving thread does for a file,
+    # so %history and its searches see the whole session and nothing queues.
+    history = shell.history_manager
+    if str(history.hist_file) != ":memory:":
+        return
+
+    def write_out(result=None):
+        history.writeout_cache()
+
+    shell.events.register("post_run_cell", write_out)
+
+
 def setup(shell, preload_modules):
     _fix_error_names(shell)
+    _history_in_memory(shell)
     flush_output = _group_output_lines(shell)
     _configure_matplotlib_env()
     _register_figure_formatter(shell)
