@@ -209,6 +209,30 @@ class DeferredImportsTest(unittest.TestCase):
         self.assertEqual(cell.reply["status"], "ok", cell.iopub)
 
 
+class HistoryTest(unittest.TestCase):
+    """The session's history is whole and searchable, and no file holds it."""
+
+    def test_history_lives_in_memory_and_works(self):
+        with tempfile.TemporaryDirectory() as home:
+            kernel = KernelSession("python", env={"HOME": home, "IPYTHONDIR": os.path.join(home, ".ipython")})
+            try:
+                for i in range(3):
+                    self.assertEqual(kernel.run(f"marker_{i} = {i}").reply["status"], "ok")
+                cell = kernel.run("%history -n -g marker_")
+                self.assertEqual(cell.reply["status"], "ok", cell.iopub)
+                for i in range(3):
+                    self.assertIn(f"marker_{i} = {i}", cell.text())
+                cell = kernel.run("h = get_ipython().history_manager\n"
+                                  "(str(h.hist_file), getattr(h, 'save_thread', None), _i2, In[3])")
+                self.assertEqual(cell.of_type("execute_result")[0]["data"]["text/plain"],
+                                 "(':memory:', None, 'marker_1 = 1', 'marker_2 = 2')")
+                written = [os.path.join(d, f) for d, _, files in os.walk(home) for f in files
+                           if f.startswith("history")]
+                self.assertEqual(written, [])
+            finally:
+                kernel.close()
+
+
 class PreloadTest(unittest.TestCase):
     def test_preload_imports_before_ready(self):
         kernel = KernelSession("python", ["--preload", "json,decimal,no_such_module_xyz"])

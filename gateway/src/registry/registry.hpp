@@ -48,7 +48,7 @@ class registry {
   // `execution_batch_window`: how long the writer waits after a record is
   // queued for more to join it in one transaction (flush() and the stop
   // cut it short).
-  static constexpr std::chrono::milliseconds default_execution_batch_window{20};
+  static constexpr std::chrono::milliseconds default_execution_batch_window{5};
   static std::unique_ptr<registry> open(
       const std::filesystem::path& path,
       std::chrono::milliseconds execution_batch_window = default_execution_batch_window);
