@@ -52,7 +52,11 @@ void when_closes_sent(boost::asio::io_context& io, std::chrono::milliseconds dea
     if (*once) std::exchange(*once, nullptr)();
   };
   if (pending_closes().in_flight == 0) return boost::asio::post(io, fire);
-  pending_closes().waiters.push_back([&io, fire] { boost::asio::post(io, fire); });
+  // Once done has run (the deadline came first), a late close posts nothing:
+  // the loop may be gone by then.
+  pending_closes().waiters.push_back([&io, fire, once] {
+    if (*once) boost::asio::post(io, fire);
+  });
   auto timer = std::make_shared<boost::asio::steady_timer>(io, deadline);
   timer->async_wait([timer, fire](const boost::system::error_code&) { fire(); });
 }
