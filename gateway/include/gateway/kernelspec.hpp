@@ -49,12 +49,22 @@ class kernelspec_catalog {
       const std::vector<std::filesystem::path>& extra, const std::filesystem::path& exe_dir);
 
  private:
-  [[nodiscard]] std::vector<std::int64_t> stamp() const;
+  // What stat() says of a file that a change to it would change.
+  struct file_stamp {
+    bool exists = false;
+    std::int64_t mtime_s = 0;
+    std::int64_t mtime_ns = 0;
+    std::int64_t size = 0;
+    std::int64_t inode = 0;
+    static file_stamp of(const std::filesystem::path& path);
+    bool operator==(const file_stamp&) const = default;
+  };
+  [[nodiscard]] std::vector<file_stamp> stamp() const;
 
   std::vector<std::filesystem::path> dirs_;  // each a ".../kernels" dir
   std::map<std::string, kernelspec> specs_;
   std::vector<std::filesystem::path> candidates_;  // every subdir seen at the last read
-  std::vector<std::int64_t> stamp_;                // stamp() after the last read
+  std::vector<file_stamp> stamp_;                  // stamp() after the last read
   bool racy_ = false;                              // something changed just before the last read: read again
 };
 

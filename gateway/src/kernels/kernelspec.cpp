@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -54,18 +55,6 @@ kernelspec_catalog::kernelspec_catalog(std::vector<fs::path> search_dirs) : dirs
 }
 
 namespace {
-// Appends what stat() says of `path` that a change to it would change.
-void stamp_of(const fs::path& path, std::vector<std::int64_t>& out) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    out.push_back(-1);
-    return;
-  }
-  out.insert(out.end(),
-             {static_cast<std::int64_t>(st.st_mtim.tv_sec), static_cast<std::int64_t>(st.st_mtim.tv_nsec),
-              static_cast<std::int64_t>(st.st_size), static_cast<std::int64_t>(st.st_ino)});
-}
-
 // A file system's clock ticks coarsely (a few ms): a change in the same
 // tick as a read leaves the mtime the read saw. What changed this recently
 // is read again next time, whatever its stamp (as git treats "racily
@@ -73,13 +62,20 @@ void stamp_of(const fs::path& path, std::vector<std::int64_t>& out) {
 constexpr std::int64_t racy_window_s = 2;
 }  // namespace
 
-std::vector<std::int64_t> kernelspec_catalog::stamp() const {
-  std::vector<std::int64_t> out;
+kernelspec_catalog::file_stamp kernelspec_catalog::file_stamp::of(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, static_cast<std::int64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_ino)};
+}
+
+std::vector<kernelspec_catalog::file_stamp> kernelspec_catalog::stamp() const {
+  std::vector<file_stamp> out;
   for (const auto& dir : dirs_)
-    stamp_of(dir, out);
+    out.push_back(file_stamp::of(dir));
   for (const auto& dir : candidates_) {
-    stamp_of(dir, out);
-    stamp_of(dir / "kernel.json", out);
+    out.push_back(file_stamp::of(dir));
+    out.push_back(file_stamp::of(dir / "kernel.json"));
   }
   return out;
 }
@@ -106,16 +102,8 @@ void kernelspec_catalog::refresh() {
   specs_ = std::move(found);
   candidates_ = std::move(candidates);
   stamp_ = stamp();
-  // Every stamp that is a time is a (seconds, nanoseconds, size, inode) run.
-  racy_ = false;
-  for (std::size_t i = 0; i < stamp_.size();) {
-    if (stamp_[i] == -1) {
-      ++i;
-      continue;
-    }
-    if (stamp_[i] >= read_at - racy_window_s) racy_ = true;
-    i += 4;
-  }
+  racy_ = std::any_of(stamp_.begin(), stamp_.end(),
+                      [&](const file_stamp& f) { return f.exists && f.mtime_s >= read_at - racy_window_s; });
 }
 
 const kernelspec* kernelspec_catalog::find(const std::string& name) const {
