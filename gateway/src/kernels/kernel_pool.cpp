@@ -62,16 +62,10 @@ std::optional<pool_member> kernel_pool::claim(const std::string& kernel_name) {
   auto it = pools_.find(kernel_name);
   if (it == pools_.end() || !running_) return std::nullopt;
   auto& p = it->second;
-  p.demand.push_back(clock::now());
-  if (!refill_armed_) {
-    refill_armed_ = true;
-    refill_timer_.expires_after(settings_.refill_delay);
-    refill_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec) return;
-      refill_armed_ = false;
-      fill();
-    });
-  }
+  const auto now = clock::now();
+  p.demand.push_back(now);
+  quiet_until_ = now + settings_.refill_delay;
+  fill_after_quiet();
   if (p.ready.empty()) {
     ++p.counts.misses;
     log::info("pool_miss", {{"kernel_name", kernel_name}});
@@ -146,9 +140,21 @@ unsigned kernel_pool::target(const pool& p) const {
   return std::min<unsigned>(t, static_cast<unsigned>(std::min<std::uint64_t>(room / cost, 100000)));
 }
 
+void kernel_pool::fill_after_quiet() {
+  if (refill_armed_) return;
+  refill_armed_ = true;
+  refill_timer_.expires_at(quiet_until_);
+  refill_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    refill_armed_ = false;
+    fill();
+  });
+}
+
 void kernel_pool::fill() {
   if (!running_) return;
   const auto now = clock::now();
+  if (now < quiet_until_) return fill_after_quiet();  // a later claim moved the quiet time on
   for (auto& [name, p] : pools_) {
     while (starting_ < settings_.max_starting && now >= p.retry_at && p.ready.size() + p.starting < target(p))
       start_member(name, p);

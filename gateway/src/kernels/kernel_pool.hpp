@@ -44,9 +44,11 @@ struct pool_settings {
   std::uint64_t memory_bytes = 0;  // every pool's members together
   unsigned max_starting = 2;       // members starting at once, all pools
   std::chrono::seconds max_wait{12 * 3600};
-  // A claim's refill waits this long: a claimer's first messages come right
-  // after its claim, and a start (a process spawned from the gateway's
-  // thread, an interpreter starting on the same CPUs) would delay them.
+  // After a claim, no member starts for this long, whatever asks (the
+  // claim's refill, the periodic tick, a member that became ready): a
+  // claimer's first messages come right after its claim, and a start (a
+  // process spawned from the gateway's thread, an interpreter starting on
+  // the same CPUs) would delay them.
   std::chrono::milliseconds refill_delay{300};
 };
 
@@ -109,6 +111,8 @@ class kernel_pool {
   [[nodiscard]] std::uint64_t member_cost(const pool& p) const;
   [[nodiscard]] std::uint64_t memory_in_use() const;
   void fill();
+  // Runs fill() once the quiet time after the last claim is over.
+  void fill_after_quiet();
   void start_member(const std::string& name, pool& p);
   void tick();
 
@@ -122,6 +126,7 @@ class kernel_pool {
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer refill_timer_;
   bool refill_armed_ = false;
+  std::chrono::steady_clock::time_point quiet_until_;  // no starts before, after a claim
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

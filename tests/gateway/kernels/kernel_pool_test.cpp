@@ -25,6 +25,7 @@ struct pool_harness {
   boost::asio::io_context io;
   std::vector<std::function<void(std::optional<pool_member>)>> pending;
   std::vector<std::string> started, retired;
+  std::vector<std::chrono::steady_clock::time_point> started_at;
   int next_id = 0;
   kernel_pool pool;
 
@@ -33,6 +34,7 @@ struct pool_harness {
             io, std::move(settings),
             [this](const std::string& name, std::function<void(std::optional<pool_member>)> done) {
               started.push_back(name);
+              started_at.push_back(std::chrono::steady_clock::now());
               pending.push_back(std::move(done));
             },
             [this](pool_member& m) { retired.push_back(m.box->id); }) {}
@@ -103,6 +105,27 @@ TEST(kernel_pool, a_claim_takes_a_member_once_and_the_pool_refills) {
   const auto st = h.pool.statuses().at("python");
   EXPECT_EQ(st.claims, 2u);
   EXPECT_EQ(st.misses, 1u);
+  h.pool.stop();
+}
+
+TEST(kernel_pool, nothing_starts_during_the_quiet_time_after_a_claim) {
+  auto s = settings(2);
+  s.refill_delay = std::chrono::milliseconds(500);
+  pool_harness h(std::move(s));
+  h.pool.begin();
+  ASSERT_EQ(h.started.size(), 2u);
+  h.complete();
+  const auto claimed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(h.pool.claim("python"));
+  h.complete();  // a member that becomes ready asks for a fill
+  h.run();
+  EXPECT_EQ(h.pool.ready("python"), 1u);
+  EXPECT_EQ(h.started.size(), 2u)
+      << "a start right after a claim would compete with the claimer's first cell";
+  h.io.restart();
+  h.io.run_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(h.started.size(), 3u) << "the refill comes once the quiet time is over";
+  EXPECT_GE(h.started_at.back() - claimed_at, std::chrono::milliseconds(500));
   h.pool.stop();
 }
 
