@@ -77,6 +77,15 @@ class PoolTest(GatewayTestCase):
         self.assertEqual([s["id"] for s in sandboxes], [kernel["sandbox_id"]])
         wait_for_ready(self.gw, POOL_DEPTH)
 
+    def test_the_pool_measures_what_its_members_cost(self):
+        # The PSS of each ready member's whole sandbox: the supervisor alone
+        # is a few MiB, a started Python kernel under it tens of MiB.
+        m = pool_metrics(self.gw)
+        self.assertEqual(m["ready"], POOL_DEPTH)
+        each = m["memory_bytes"] / m["ready"]
+        self.assertGreater(each, 15 * 1024 * 1024, m)
+        self.assertLess(each, 512 * 1024 * 1024, m)
+
     def test_a_sandbox_is_never_reused(self):
         first, _, _, _ = self.claim()
         self.run_code(first["id"], "open('/tmp/mark', 'w').write('first'); secret = 41")

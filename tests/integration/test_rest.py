@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 import unittest
@@ -319,6 +320,39 @@ class Lifecycle(unittest.TestCase):
             self.assertFalse(os.path.exists(f"/proc/{pid}/cmdline") and
                              open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z",
                              f"kernel {pid} outlived the gateway")
+
+    def test_sigterm_with_a_client_that_never_reads_exits_promptly(self):
+        # A client that stopped reading holds its socket full: the close
+        # frame the stop owes it can never be written, and the stop must not
+        # wait for it past its bound.
+        gw = Gateway(name="sigterm-stuck-client")
+        try:
+            kid = gw.start_kernel("python3")
+            stuck = socket.socket()
+            stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stuck.connect((gw.host, gw.port))
+            stuck.sendall((f"GET {gw.base_path}api/kernels/{kid}/channels?session_id=stuck HTTP/1.1\r\n"
+                           f"Host: {gw.host}:{gw.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                           f"Authorization: token {gw.token}\r\n\r\n").encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = stuck.recv(1)
+                self.assertTrue(chunk, "the gateway closed the upgrade")
+                head += chunk
+            self.assertTrue(head.startswith(b"HTTP/1.1 101"), head)
+            reader = gw.connect(kid)
+            reply, iopub = reader.execute("for _ in range(16): print('x' * (1 << 20))", timeout=120)
+            self.assertEqual(reply.content["status"], "ok", reply.content)
+            printed = sum(len(m.content["text"]) for m in iopub if m.msg_type == "stream")
+            self.assertEqual(printed, 16 * ((1 << 20) + 1), "a reading client loses nothing to a stuck one")
+        except BaseException:
+            gw.stop()
+            raise
+        code, taken = gw.stop()
+        stuck.close()
+        self.assertEqual(code, 0)
+        self.assertLess(taken, 10.0)
 
     def test_port_zero_and_url_line(self):
         gw = Gateway(name="url")
