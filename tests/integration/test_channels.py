@@ -18,6 +18,14 @@ class ChannelsBase:
         self.kid = self.new_kernel(self.kernel)
         self.ks = self.connect(self.kid, v1=self.v1)
 
+    def test_a_print_flood_arrives_whole_and_in_order(self):
+        # A loop of print() outruns every reader on the way; nothing may be
+        # dropped for it (the kernel's iopub queue, the gateway, the client).
+        n = 50000
+        reply, iopub = self.ks.execute(f"for i in range({n}):\n    print(i)", timeout=300)
+        self.assertEqual(reply.content["status"], "ok", reply.content)
+        self.assertEqual(stream_text(iopub, "stdout"), "".join(f"{i}\n" for i in range(n)))
+
     def test_shell_execute_with_iopub_stream_result_and_status(self):
         reply, iopub = self.ks.execute("import sys\nprint('hello out')\nprint('hello err', file=sys.stderr)\n6 * 7")
         self.assertEqual(reply.channel, "shell")

@@ -102,15 +102,28 @@ class KernelSession:
             if predicate(msg):
                 return msg
 
+    def take_iopub_ready(self, cell):
+        """Collects the cell's iopub messages that have already arrived."""
+        while True:
+            try:
+                msg = self.client.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                return
+            if msg["parent_header"].get("msg_id") == cell.msg_id:
+                cell.iopub.append(msg)
+
     def finish(self, cell, timeout=CELL_TIMEOUT_S):
-        """Waits for the reply and for the idle status; returns the cell."""
+        """Waits for the reply and for the idle status; returns the cell.
+        Reads iopub meanwhile, as a Jupyter client does: the kernel waits for
+        a subscriber that stops reading rather than drop its output."""
         deadline = time.monotonic() + timeout
         while cell.reply is None:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"timed out waiting for execute_reply of {cell.msg_id}")
+            self.take_iopub_ready(cell)
             try:
-                msg = self.client.get_shell_msg(timeout=left)
+                msg = self.client.get_shell_msg(timeout=min(left, 0.05))
             except queue.Empty:
                 continue
             if msg["parent_header"].get("msg_id") == cell.msg_id:

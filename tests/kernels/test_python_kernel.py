@@ -39,6 +39,13 @@ class PythonKernelTest(KernelTestCase):
         self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(1000)))
         self.assertLessEqual(len(cell.streams()), 1000)
 
+    def test_a_print_flood_loses_nothing(self):
+        # Faster than a Python client reads: the kernel must wait for it, not
+        # drop what its iopub queue cannot hold.
+        cell = self.kernel.run("for i in range(50000):\n    print(i)", timeout=300)
+        self.assertOk(cell)
+        self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(50000)))
+
     def test_stream_object_behaves_like_a_text_stream(self):
         cell = self.kernel.run(
             "import io, sys\n"
