@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 
 
 def _fix_error_names(shell):
@@ -24,34 +25,91 @@ def _fix_error_names(shell):
     shell._showtraceback = _showtraceback
 
 
-class _LineStream:
-    """Groups xeus-python's per-write stream messages into whole lines.
+class _OutputGroup:
+    """What stdout and stderr share: their order, and the flusher thread.
 
-    print("a", "b") made four messages (one per write); here text is sent when
-    a write ends a line ("\n" or "\r"), when 64 KiB are pending, on flush(),
-    before any display and at the end of the cell. Partial lines wait for one
-    of those.
+    Lines are held for up to `interval` seconds and sent together, as
+    ipykernel does: a loop of print() made one message per line, each with
+    its header, signature and trip through the gateway, where a few
+    messages carry the same text. Text still waits at most `interval`, and
+    goes at once before anything else the cell shows (a display, its result,
+    an input prompt, a write to the other stream) and at its end.
+    """
+
+    interval = 0.05
+
+    def __init__(self):
+        self.streams = []
+        self.lock = threading.RLock()  # one for both streams: their order is kept
+        self._wake = threading.Condition(self.lock)
+        self._due = None
+        self._thread = None
+
+    def flush_all(self, *_args):
+        with self.lock:
+            for stream in self.streams:
+                stream._send()
+
+    def before_write(self, stream):
+        # The other stream's text was written first: it goes first.
+        for other in self.streams:
+            if other is not stream and other._pending:
+                other._send()
+
+    def schedule(self):
+        if self._due is not None:
+            return
+        self._due = time.monotonic() + self.interval
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sandgate-output", daemon=True)
+            self._thread.start()
+        self._wake.notify()
+
+    def _run(self):
+        with self.lock:
+            while True:
+                while self._due is None:
+                    self._wake.wait()
+                left = self._due - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                self._due = None
+                for stream in self.streams:
+                    stream._send()
+
+
+class _LineStream:
+    """stdout or stderr of the kernel, on top of xeus-python's stream.
+
+    xeus-python sends a message per write (print("a", "b") made four). Here
+    text is sent in whole lines, several together (see _OutputGroup): when
+    64 KiB are pending, on flush(), when the group's interval has passed, and
+    before anything else the cell shows.
     """
 
     max_pending = 64 * 1024
     encoding = "utf-8"
     errors = "replace"
 
-    def __init__(self, raw, name):
+    def __init__(self, raw, name, group):
         self._raw = raw
         self._pending = []
         self._size = 0
-        self._lock = threading.RLock()
+        self._group = group
         self.name = name
 
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        with self._lock:
+        with self._group.lock:
+            self._group.before_write(self)
             self._pending.append(text)
             self._size += len(text)
-            if self._size >= self.max_pending or "\n" in text or "\r" in text:
+            if self._size >= self.max_pending:
                 self._send()
+            else:
+                self._group.schedule()
         return len(text)
 
     def writelines(self, lines):
@@ -59,8 +117,7 @@ class _LineStream:
             self.write(line)
 
     def flush(self):
-        with self._lock:
-            self._send()
+        self._group.flush_all()
         self._raw.flush()
 
     def _send(self):
@@ -89,28 +146,43 @@ class _LineStream:
 
 
 def _group_output_lines(shell):
-    streams = []
+    group = _OutputGroup()
     for name in ("stdout", "stderr"):
         raw = getattr(sys, name)
         if raw is None or isinstance(raw, _LineStream):
             continue
-        stream = _LineStream(raw, f"<{name}>")
+        stream = _LineStream(raw, f"<{name}>", group)
         setattr(sys, name, stream)
-        streams.append(stream)
-
-    def flush_all(*_args):
-        for stream in streams:
-            stream.flush()
+        group.streams.append(stream)
 
     publisher = shell.display_pub
     publish = publisher.publish
 
     def publish_after_pending_output(*args, **kwargs):
-        flush_all()
+        group.flush_all()
         return publish(*args, **kwargs)
 
     publisher.publish = publish_after_pending_output
-    return flush_all
+
+    def prompt_after_pending_output(*_args):
+        # xeus-python puts its own input() and getpass() in place for each
+        # request; what the cell printed before asking must show first.
+        import builtins
+        import getpass
+        for owner, name in ((builtins, "input"), (getpass, "getpass")):
+            ask = getattr(owner, name)
+            if getattr(ask, "_sandgate_flushes", False):
+                continue
+
+            def asking(*args, _ask=ask, **kwargs):
+                group.flush_all()
+                return _ask(*args, **kwargs)
+
+            asking._sandgate_flushes = True
+            setattr(owner, name, asking)
+
+    shell.events.register("pre_run_cell", prompt_after_pending_output)
+    return group.flush_all
 
 
 def _writable_dir(path):
