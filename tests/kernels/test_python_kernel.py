@@ -38,6 +38,10 @@ class PythonKernelTest(KernelTestCase):
         cell = self.kernel.run("for i in range(1000):\n    print(i)")
         self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(1000)))
         self.assertLessEqual(len(cell.streams()), 1000)
+        # Lines printed together travel together, not one message each.
+        cell = self.kernel.run("for i in range(20000):\n    print(i)")
+        self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(20000)))
+        self.assertLess(len(cell.streams()), 2000)
 
     def test_a_print_flood_loses_nothing(self):
         # Faster than a Python client reads: the kernel must wait for it, not
