@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -324,11 +325,12 @@ void unescape_json_string(std::string_view raw, std::string& out) {
   out.clear();
   out.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    const char c = raw[i];
-    if (c != '\\') {
-      out.push_back(c);
-      continue;
-    }
+    // The text up to the next escape goes in one copy: outputs are long and
+    // mostly plain.
+    const std::size_t escape = std::min(raw.find('\\', i), raw.size());
+    out.append(raw.data() + i, escape - i);
+    i = escape;
+    if (i == raw.size()) break;
     const char e = raw[++i];
     switch (e) {
       case 'b':

@@ -132,7 +132,14 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       if (r.code_from.empty()) digest_code(r, msg.content, "kernel");
     } else if (type == "stream") {
       std::array<protocol::json_member, 2> m{{{"name", {}, {}}, {"text", {}, {}}}};
-      if (protocol::read_members(msg.content, m) && m[1].string) {
+      const auto full = [&](const std::string& text) { return text.size() >= limits_.max_stream_bytes; };
+      if (full(r.stdout_text) && full(r.stderr_text)) {
+        r.truncated = true;  // nothing more is kept: the text is not even read
+      } else if ((full(r.stdout_text) || full(r.stderr_text)) &&
+                 full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text
+                                                                               : r.stdout_text)) {
+        r.truncated = true;
+      } else if (protocol::read_members(msg.content, m) && m[1].string) {
         auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;
         const auto& add = *m[1].string;
         const std::size_t room = limits_.max_stream_bytes - std::min(limits_.max_stream_bytes, text.size());

@@ -91,6 +91,15 @@ TEST(execution_log, streams_are_capped_and_marked_truncated) {
   const auto r = log.find("e1");
   EXPECT_EQ(r->stdout_text, "0123456789");
   EXPECT_TRUE(r->truncated);
+  // A full stdout still leaves room for stderr, whichever member comes first.
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"text":"more","name":"stdout"})"), "");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"text":"w\u00e4rn","name":"stderr"})"), "");
+  EXPECT_EQ(r->stdout_text, "0123456789");
+  EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stderr","text":"0123456789"})"), "");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stderr","text":"x"})"), "");
+  EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn01234");
+  EXPECT_EQ(r->bytes, 20u);
 }
 
 TEST(execution_log, keeps_at_most_max_records_dropping_the_oldest_finished) {
