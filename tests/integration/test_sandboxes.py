@@ -342,6 +342,21 @@ class ExecuteOverHttp(SandboxTestCase):
         rec = self.execute(self.kid, "'kept' in dir()")
         self.assertEqual(rec["result"], "False", rec)
 
+    def test_older_records_outlast_the_kernels_recent_ones(self):
+        # The gateway keeps a kernel's recent records at hand and the rest in
+        # its registry: every one is still there by its id.
+        first = self.execute(self.kid, "print('first')\n'one'")
+        t = time.monotonic()
+        while time.monotonic() - t < 1.5:  # past the time a finished record stays at hand
+            self.execute(self.kid, "pass")
+        for i in range(24):
+            self.execute(self.kid, f"{i}")
+        again = self.gw.request("GET", f"api/kernels/{self.kid}/executions/{first['msg_id']}")
+        self.assertEqual(again.status, 200, again)
+        rec = again.json()
+        self.assertEqual((rec["status"], rec["stdout"], rec["result"]), ("ok", "first\n", "'one'"))
+        self.assertEqual(rec["execution_count"], first["execution_count"])
+
     def test_websocket_executes_are_recorded_too(self):
         ks = self.connect(self.kid)
         reply, iopub = ks.execute("print('over ws')\n7 * 6")

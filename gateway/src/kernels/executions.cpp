@@ -221,8 +221,10 @@ void execution_log::end_all(const std::string& why, bool restarted) {
 void execution_log::evict() {
   const auto now = std::chrono::steady_clock::now();
   auto expired = [&](const execution_record& r) {
-    return r.done() && (order_.size() > limits_.max_records || total_bytes_ > limits_.max_total_bytes ||
-                        now - *r.finished > limits_.retention);
+    if (!r.done()) return false;
+    const auto age = now - *r.finished;
+    return age > limits_.retention || (age >= limits_.min_keep && (order_.size() > limits_.max_records ||
+                                                                   total_bytes_ > limits_.max_total_bytes));
   };
   // Oldest first; a running record is never dropped, and stops the sweep.
   while (!order_.empty()) {

@@ -62,9 +62,15 @@ struct execution_record {
   [[nodiscard]] nlohmann::json to_stored_json() const;
 };
 
+// What one kernel's log keeps in memory. A finished record also goes to the
+// registry, which answers for it once it has left the log: the log holds the
+// running records and a few recent ones. Past the count or the bytes, the
+// oldest finished records go, but none in its first `min_keep` (the registry
+// commits a finished record within a few milliseconds).
 struct execution_limits {
-  std::size_t max_records = 256;
-  std::size_t max_total_bytes = 64 * 1024 * 1024;
+  std::size_t max_records = 16;
+  std::size_t max_total_bytes = 16 * 1024 * 1024;
+  std::chrono::milliseconds min_keep{1000};
   std::size_t max_stream_bytes = 1024 * 1024;       // per stream of one record
   std::size_t max_output_bytes = 16 * 1024 * 1024;  // displays of one record
   std::chrono::seconds retention{3600};
