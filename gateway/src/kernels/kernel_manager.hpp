@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <map>
@@ -117,6 +118,14 @@ class kernel_manager {
   // Pool members still starting or warming up, by kernel id (a stop ends them).
   std::map<std::string, std::shared_ptr<kernel>> pool_starting_;
   kernel_pool pool_;
+  // Kernels that end free what they held, and the allocator keeps the pages
+  // (one kernel's own freed blocks rarely reach the top of the heap): two
+  // seconds after the last one ends, the free pages go back to the system.
+  boost::asio::steady_timer trim_timer_;
+  std::chrono::steady_clock::time_point trim_due_;
+  bool trim_armed_ = false;
+  void release_memory_soon();
+  void wait_to_trim();
 };
 
 }  // namespace sandgate::gateway
