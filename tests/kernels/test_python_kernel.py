@@ -31,6 +31,10 @@ class PythonKernelTest(KernelTestCase):
         cell = self.kernel.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
         self.assertEqual(cell.text("stdout"), "out\n")
         self.assertEqual(cell.text("stderr"), "err\n")
+        # Held text goes out before a write to the other stream: the order is kept.
+        cell = self.kernel.run("import sys\nprint('o1')\nprint('e1', file=sys.stderr)\nprint('o2')")
+        self.assertEqual([(s["name"], s["text"]) for s in cell.streams()],
+                         [("stdout", "o1\n"), ("stderr", "e1\n"), ("stdout", "o2\n")])
 
     def test_print_sends_whole_lines(self):
         cell = self.kernel.run("print('a', 'b', 'c')")
