@@ -133,11 +133,9 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     } else if (type == "stream") {
       std::array<protocol::json_member, 2> m{{{"name", {}, {}}, {"text", {}, {}}}};
       const auto full = [&](const std::string& text) { return text.size() >= limits_.max_stream_bytes; };
-      if (full(r.stdout_text) && full(r.stderr_text)) {
-        r.truncated = true;  // nothing more is kept: the text is not even read
-      } else if ((full(r.stdout_text) || full(r.stderr_text)) &&
-                 full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text
-                                                                               : r.stdout_text)) {
+      // Text for a stream that is already full is not even read.
+      if ((full(r.stdout_text) || full(r.stderr_text)) &&
+          full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text : r.stdout_text)) {
         r.truncated = true;
       } else if (protocol::read_members(msg.content, m) && m[1].string) {
         auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;

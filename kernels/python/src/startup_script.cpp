@@ -5,6 +5,8 @@ namespace sandgate::python_kernel {
 const char* const startup_script = R"python(
 import atexit
 import base64
+import builtins
+import getpass
 import importlib
 import importlib.util
 import io
@@ -75,8 +77,7 @@ class _OutputGroup:
                     self._wake.wait(left)
                     continue
                 self._due = None
-                for stream in self.streams:
-                    stream._send()
+                self.flush_all()
 
 
 class _LineStream:
@@ -167,8 +168,6 @@ def _group_output_lines(shell):
     def prompt_after_pending_output(*_args):
         # xeus-python puts its own input() and getpass() in place for each
         # request; what the cell printed before asking must show first.
-        import builtins
-        import getpass
         for owner, name in ((builtins, "input"), (getpass, "getpass")):
             ask = getattr(owner, name)
             if getattr(ask, "_sandgate_flushes", False):

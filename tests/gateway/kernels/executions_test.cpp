@@ -102,17 +102,20 @@ TEST(execution_log, streams_are_capped_and_marked_truncated) {
   EXPECT_EQ(r->bytes, 20u);
 }
 
+// Begins a record and ends it as an ok execute does: reply, then idle.
+void run_to_end(execution_log& log, const std::string& id) {
+  log.begin(id);
+  log.on_message(channel::shell, child_of(id, "execute_reply", R"({"status":"ok"})"), "");
+  log.on_message(channel::iopub, child_of(id, "status", "{}"), "idle");
+}
+
 TEST(execution_log, keeps_at_most_max_records_dropping_the_oldest_finished) {
   execution_limits limits;
   limits.max_records = 3;
   limits.min_keep = std::chrono::milliseconds(0);
   execution_log log(limits);
-  for (int i = 0; i < 5; ++i) {
-    const auto id = "e" + std::to_string(i);
-    log.begin(id);
-    log.on_message(channel::shell, child_of(id, "execute_reply", R"({"status":"ok"})"), "");
-    log.on_message(channel::iopub, child_of(id, "status", "{}"), "idle");
-  }
+  for (int i = 0; i < 5; ++i)
+    run_to_end(log, "e" + std::to_string(i));
   EXPECT_FALSE(log.find("e0"));
   EXPECT_FALSE(log.find("e1"));
   EXPECT_TRUE(log.find("e4"));
@@ -124,12 +127,8 @@ TEST(execution_log, a_record_just_finished_stays_until_the_registry_has_it) {
   limits.max_records = 1;
   limits.min_keep = std::chrono::hours(1);
   execution_log log(limits);
-  for (int i = 0; i < 3; ++i) {
-    const auto id = "e" + std::to_string(i);
-    log.begin(id);
-    log.on_message(channel::shell, child_of(id, "execute_reply", R"({"status":"ok"})"), "");
-    log.on_message(channel::iopub, child_of(id, "status", "{}"), "idle");
-  }
+  for (int i = 0; i < 3; ++i)
+    run_to_end(log, "e" + std::to_string(i));
   EXPECT_TRUE(log.find("e0")) << "over the count, but finished only now";
   EXPECT_TRUE(log.find("e2"));
 }
