@@ -83,6 +83,7 @@ const std::vector<std::string> all_options = {
     "http-body-limit-bytes",
     "ws-message-limit-bytes",
     "client-queue-limit-bytes",
+    "client-stall-timeout-s",
     "replay-buffer-limit-bytes",
     "iopub-journal-bytes",
     "http-idle-timeout-s",

@@ -50,7 +50,8 @@ const char* const full_spec = R"({
   "language": "python",
   "interrupt_mode": "message",
   "env": {"A": "1", "B": "two"},
-  "metadata": {"debugger": false, "sandgate": {"iopub_journal": true, "preload_option": "--preload"}}
+  "metadata": {"debugger": false, "sandgate": {"iopub_journal": true, "iopub_backpressure": true,
+                                             "preload_option": "--preload"}}
 }
 )";
 
@@ -73,6 +74,7 @@ TEST(kernelspec, load_reads_every_field_and_keeps_the_raw_text) {
   EXPECT_EQ(spec->env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "two"}}));
   EXPECT_EQ(spec->raw_json, full_spec);
   EXPECT_TRUE(spec->iopub_journal);
+  EXPECT_TRUE(spec->iopub_backpressure);
   EXPECT_EQ(spec->preload_option, "--preload");
   auto resources = spec->resources;
   std::sort(resources.begin(), resources.end());
@@ -90,6 +92,7 @@ TEST(kernelspec, load_defaults) {
   EXPECT_TRUE(spec->env.empty());
   EXPECT_TRUE(spec->resources.empty());
   EXPECT_FALSE(spec->iopub_journal);
+  EXPECT_FALSE(spec->iopub_backpressure);
   EXPECT_EQ(spec->preload_option, "");
 }
 

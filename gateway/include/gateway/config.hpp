@@ -40,6 +40,7 @@ struct config {
   std::size_t http_body_limit_bytes = 64 * 1024 * 1024;
   std::size_t ws_message_limit_bytes = 64 * 1024 * 1024;
   std::size_t client_queue_limit_bytes = 256 * 1024 * 1024;
+  unsigned client_stall_timeout_s = 10;
   std::size_t replay_buffer_limit_bytes = 32 * 1024 * 1024;
   std::size_t iopub_journal_bytes = 8 * 1024 * 1024;  // per kernel, in its sandbox's run dir; 0: none
   unsigned http_idle_timeout_s = 300;

@@ -23,6 +23,11 @@ struct kernelspec {
   // metadata.sandgate.iopub_journal: the kernel keeps an iopub journal when
   // told where (Sandgate's own kernels do).
   bool iopub_journal = false;
+  // metadata.sandgate.iopub_backpressure: the kernel's iopub waits for a
+  // subscriber that is behind instead of dropping (ZMQ_XPUB_NODROP, as
+  // Sandgate's own kernels do), so the gateway may stop reading it while a
+  // client catches up. Other kernels' output is read as fast as it comes.
+  bool iopub_backpressure = false;
   // metadata.sandgate.preload_option: the option (e.g. "--preload") that
   // takes a comma-separated list of modules to import at start; empty: none.
   std::string preload_option;

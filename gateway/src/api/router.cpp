@@ -322,6 +322,11 @@ void router::get_metrics(context& ctx) {
           m.bytes_from_kernels);
   counter("sandgate_relayed_messages_total", "Kernel messages received and relayed.",
           m.messages_from_kernels);
+  counter("sandgate_output_holds_total",
+          "Times a kernel's output was held back until a WebSocket client that fell behind caught up.",
+          m.output_holds);
+  counter("sandgate_clients_too_slow_total", "WebSockets closed for falling too far behind.",
+          m.clients_too_slow);
   counter("sandgate_sandboxes_created_total", "Sandboxes created.", m.sandboxes_created);
   out +=
       "# HELP sandgate_sandboxes_ended_total Sandboxes ended, by reason.\n"
@@ -417,8 +422,12 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
   const std::string session_id = t->query.count("session_id") ? t->query["session_id"] : "";
   audit_.record("kernel.connect", who.name,
                 {{"kernel_id", k->id()}, {"sandbox_id", k->sandbox_id()}, {"owner", k->owner()}});
-  ws_limits limits{cfg_.ws_message_limit_bytes, cfg_.client_queue_limit_bytes};
-  std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, who.name, v1, limits)
+  ws_limits limits;
+  limits.message_bytes = cfg_.ws_message_limit_bytes;
+  limits.queue_bytes = cfg_.client_queue_limit_bytes;
+  limits.stall_timeout = std::chrono::seconds(cfg_.client_stall_timeout_s);
+  std::make_shared<ws_session<Stream>>(std::move(stream), k, session_id, who.name, v1, limits,
+                                       kernels_.memory())
       ->run(std::move(req));
   return std::nullopt;
 }

@@ -1,13 +1,12 @@
 #include "ws_session.hpp"
 
 #include "../kernels/kernel.hpp"
+#include "../util/metrics.hpp"
 
 #include <gateway/log.hpp>
 #include <jupyter_protocol/websocket.hpp>
 
 #include <boost/beast/websocket/ssl.hpp>
-
-#include <malloc.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -63,13 +62,16 @@ void when_closes_sent(boost::asio::io_context& io, std::chrono::milliseconds dea
 
 template <class Stream>
 ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id,
-                               std::string principal, bool v1, ws_limits limits)
+                               std::string principal, bool v1, ws_limits limits, memory_release& memory)
     : ws_(std::move(stream)),
       kernel_(std::move(k)),
       session_id_(std::move(session_id)),
       principal_(std::move(principal)),
       v1_(v1),
-      limits_(limits) {}
+      limits_(limits),
+      memory_(memory),
+      stall_timer_(ws_.get_executor()),
+      close_timer_(ws_.get_executor()) {}
 
 template <class Stream>
 void ws_session<Stream>::run(beast::http::request<beast::http::string_body> req) {
@@ -135,8 +137,10 @@ void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   queued_bytes_ += frame->data.size();
   peak_queued_bytes_ = std::max(peak_queued_bytes_, queued_bytes_);
   queue_.push_back({out, std::move(frame)});
+  if (queued_bytes_ > limits_.hold_bytes && !holding_) hold_kernel();
   if (queued_bytes_ > limits_.queue_bytes) {
     log::warn("websocket_too_slow", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
+    ++gateway_metrics().clients_too_slow;
     close(1008, "client too slow: output queue over " + std::to_string(limits_.queue_bytes) + " bytes");
     return;
   }
@@ -167,12 +171,15 @@ void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
     if (closing_) do_close();
     return;
   }
+  ++writes_;
   queued_bytes_ -= queue_.front().frame->data.size();
   queue_.pop_front();
+  if (holding_ && queued_bytes_ <= limits_.hold_bytes / 4) release_kernel();
   if (queue_.empty() && peak_queued_bytes_ > trim_threshold_bytes) {
-    // A burst of output is out: give its pages back, so RSS does not stay at the peak.
+    // A burst of output is out: its pages go back once output stays quiet,
+    // so RSS does not stay at the peak.
     peak_queued_bytes_ = 0;
-    ::malloc_trim(0);
+    memory_.soon();
   }
   do_write();
 }
@@ -184,13 +191,55 @@ void ws_session<Stream>::close(unsigned short code, std::string reason) {
   close_in_flight_ = std::make_unique<close_in_flight>();
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
   end();  // detach now: what is unsent and what follows waits in the kernel's replay buffer
-  if (!writing_) do_close();
+  if (!writing_) return do_close();
+  // The close frame goes after the write in flight; a client that reads
+  // nothing would keep both waiting, so its connection is dropped instead.
+  close_timer_.expires_after(limits_.close_timeout);
+  close_timer_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || !self->close_in_flight_) return;
+    log::info("websocket_dropped", {{"kernel_id", self->kernel_->id()}, {"why", "close not sent in time"}});
+    beast::close_socket(beast::get_lowest_layer(self->ws_));
+    self->close_in_flight_.reset();
+  });
+}
+
+template <class Stream>
+void ws_session<Stream>::hold_kernel() {
+  holding_ = true;
+  kernel_->hold_output();
+  watch_stall(writes_);
+}
+
+template <class Stream>
+void ws_session<Stream>::release_kernel() {
+  holding_ = false;
+  stall_timer_.cancel();
+  kernel_->release_output();
+}
+
+// While the client holds the kernel back, it must take in at least one
+// frame per stall_timeout: a slow client slows the kernel down, a stalled
+// one is closed so the kernel and its other clients go on.
+template <class Stream>
+void ws_session<Stream>::watch_stall(std::uint64_t writes_seen) {
+  stall_timer_.expires_after(limits_.stall_timeout);
+  stall_timer_.async_wait([self = this->shared_from_this(),
+                           writes_seen](const boost::system::error_code& ec) {
+    if (ec || !self->holding_ || self->ended_) return;
+    if (self->writes_ != writes_seen) return self->watch_stall(self->writes_);
+    log::warn("websocket_too_slow", {{"kernel_id", self->kernel_->id()}, {"session_id", self->session_id_}});
+    ++gateway_metrics().clients_too_slow;
+    self->close(1008, "client too slow: it read no output for " +
+                          std::to_string(self->limits_.stall_timeout.count() / 1000) + " s");
+  });
 }
 
 template <class Stream>
 void ws_session<Stream>::do_close() {
-  ws_.async_close(close_reason_,
-                  [self = this->shared_from_this()](beast::error_code) { self->close_in_flight_.reset(); });
+  ws_.async_close(close_reason_, [self = this->shared_from_this()](beast::error_code) {
+    self->close_in_flight_.reset();
+    self->close_timer_.cancel();
+  });
 }
 
 template <class Stream>
@@ -208,6 +257,7 @@ void ws_session<Stream>::end() {
   }
   queue_.clear();
   queued_bytes_ = 0;
+  if (holding_) release_kernel();
   kernel_->detach(this->shared_from_this(), std::move(unsent));
   log::info("websocket_closed", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
 }

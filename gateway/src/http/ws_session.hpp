@@ -2,10 +2,13 @@
 // One WebSocket on /api/kernels/{id}/channels: decodes client frames (legacy
 // JSON or v1.kernel.websocket.jupyter.org) into messages for the kernel, and
 // writes the kernel's messages back through a queue bounded in bytes. A
-// client that falls too far behind is closed; its session_id's output then
-// waits in the kernel's replay buffer.
+// client that falls behind holds the kernel's output back until it catches
+// up; one that reads nothing for too long, or whose queue passes its bound
+// all the same, is closed, and its session_id's output then waits in the
+// kernel's replay buffer.
 
 #include "../bridge/outgoing.hpp"
+#include "../util/memory_release.hpp"
 #include "streams.hpp"
 
 #include <boost/beast/core.hpp>
@@ -13,6 +16,7 @@
 #include <boost/beast/websocket.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <deque>
@@ -43,13 +47,20 @@ class close_in_flight {
 struct ws_limits {
   std::size_t message_bytes = 64 * 1024 * 1024;  // largest client message
   std::size_t queue_bytes = 256 * 1024 * 1024;   // output waiting for one client
+  // Past this much queued output the client holds the kernel's output back
+  // (kernel::hold_output), until its queue is down to a quarter of it.
+  std::size_t hold_bytes = 4 * 1024 * 1024;
+  // A client that holds the kernel back and takes in nothing for this long is closed.
+  std::chrono::milliseconds stall_timeout{10'000};
+  // A close whose last write does not go out in this time drops the connection.
+  std::chrono::milliseconds close_timeout{5'000};
 };
 
 template <class Stream>
 class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
   ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, std::string principal,
-             bool v1, ws_limits limits);
+             bool v1, ws_limits limits, memory_release& memory);
 
   // Completes the handshake for `req` and starts relaying.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
@@ -67,6 +78,9 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void do_close();
   void end();
+  void hold_kernel();
+  void release_kernel();
+  void watch_stall(std::uint64_t writes_seen);
 
   boost::beast::websocket::stream<Stream> ws_;
   boost::beast::flat_buffer buffer_;
@@ -75,6 +89,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   std::string principal_;
   bool v1_;
   ws_limits limits_;
+  memory_release& memory_;
   struct queued {
     std::shared_ptr<outgoing> message;
     std::shared_ptr<const encoded_frame> frame;
@@ -87,6 +102,10 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   bool writing_ = false;
   bool closing_ = false;
   bool ended_ = false;
+  bool holding_ = false;      // holds the kernel's output back (hold_kernel)
+  std::uint64_t writes_ = 0;  // frames written, to tell a slow client from a stalled one
+  boost::asio::steady_timer stall_timer_;
+  boost::asio::steady_timer close_timer_;
   boost::beast::websocket::close_reason close_reason_;
   std::unique_ptr<close_in_flight> close_in_flight_;
 };

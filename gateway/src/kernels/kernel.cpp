@@ -94,7 +94,10 @@ void kernel::connect_channels() {
   // shell and stdin share one routing id: a kernel sends input_request to
   // the identity of the shell request's sender, as jupyter_client arranges.
   const std::string identity = session_;
-  auto bind = [this, &identity](std::size_t i, channel ch, zmq::socket_type type) {
+  // A kernel whose iopub waits for its subscribers is read with a bounded
+  // pipe, so that holding its output back (hold_output) reaches the kernel.
+  const int iopub_limit = opts_.spec.iopub_backpressure ? held_iopub_messages : 0;
+  auto bind = [this, &identity](std::size_t i, channel ch, zmq::socket_type type, int receive_limit) {
     std::weak_ptr<kernel> weak = weak_from_this();
     const bool shared_id = ch == channel::shell || ch == channel::stdin_;
     return zmq_channel::connect(
@@ -102,12 +105,24 @@ void kernel::connect_channels() {
         [weak, ch](std::vector<std::string>&& f) {
           if (auto k = weak.lock()) k->on_kernel_message(ch, std::move(f));
         },
-        shared_id ? identity : std::string());
+        shared_id ? identity : std::string(), receive_limit);
   };
-  shell_ = bind(0, channel::shell, zmq::socket_type::dealer);
-  control_ = bind(1, channel::control, zmq::socket_type::dealer);
-  stdin_ = bind(2, channel::stdin_, zmq::socket_type::dealer);
-  iopub_ = bind(3, channel::iopub, zmq::socket_type::sub);
+  shell_ = bind(0, channel::shell, zmq::socket_type::dealer, 0);
+  control_ = bind(1, channel::control, zmq::socket_type::dealer, 0);
+  stdin_ = bind(2, channel::stdin_, zmq::socket_type::dealer, 0);
+  iopub_ = bind(3, channel::iopub, zmq::socket_type::sub, iopub_limit);
+  if (output_holds_ > 0 && opts_.spec.iopub_backpressure) iopub_->pause();
+}
+
+void kernel::hold_output() {
+  if (++output_holds_ != 1 || !opts_.spec.iopub_backpressure) return;
+  ++gateway_metrics().output_holds;
+  if (iopub_) iopub_->pause();
+}
+
+void kernel::release_output() {
+  if (output_holds_ == 0) return;
+  if (--output_holds_ == 0 && iopub_) iopub_->resume();
 }
 
 void kernel::wait_for_sockets() {

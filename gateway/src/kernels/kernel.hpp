@@ -113,6 +113,13 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void detach(const std::shared_ptr<kernel_client>& client,
               std::vector<std::shared_ptr<outgoing>> unsent = {});
   void from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch, protocol::message msg);
+  // A client that has fallen behind holds the kernel's output back until it
+  // catches up (each hold is released once). Only kernels whose iopub waits
+  // instead of dropping (kernelspec iopub_backpressure) are held: the
+  // gateway stops reading their iopub and the kernel waits; other kernels'
+  // output keeps coming and waits in the clients' queues.
+  void hold_output();
+  void release_output();
 
   [[nodiscard]] const std::string& id() const noexcept { return opts_.id; }
   [[nodiscard]] const std::string& owner() const noexcept { return opts_.owner; }
@@ -195,12 +202,15 @@ class kernel : public std::enable_shared_from_this<kernel> {
     protocol::message msg;
   };
   static constexpr std::size_t max_held_messages = 1000;
+  // iopub messages ZeroMQ reads ahead of a held kernel (see hold_output).
+  static constexpr int held_iopub_messages = 64;
 
   socket_pins pins_;
   std::vector<held_message> held_;  // from clients while the kernel (re)starts
   bool probe_answered_ = false;
   bool iopub_seen_ = false;
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
+  unsigned output_holds_ = 0;  // clients behind (see hold_output)
   std::vector<std::shared_ptr<kernel_client>> clients_;
   std::unordered_map<std::string, pending_request> pending_;
   std::unordered_map<std::string, done_handler> internal_replies_;  // silent executes by msg_id

@@ -9,8 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <csignal>
 #include <fstream>
@@ -35,7 +33,7 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
                         std::chrono::seconds(sandboxes_.max_ttl_s() / 2)},
           [this](const std::string& name, auto done) { start_pool_member(name, std::move(done)); },
           [this](pool_member& m) { retire_pool_member(m); }),
-      trim_timer_(io) {
+      memory_release_(io, std::chrono::seconds(2)) {
   zmq_.set(zmq::ctxopt::blocky, false);
   // A sandbox that ends by itself (TTL) or is culled takes its kernels with it.
   sandboxes_.on_sandbox_end([this](const std::shared_ptr<sandbox_entry>& s, const std::string& reason) {
@@ -98,23 +96,7 @@ bool kernel_manager::unsandboxed(const std::string& kernel_name) const {
 void kernel_manager::forget(const std::string& kernel_id, const std::string& reason) {
   sandboxes_.remember_gone(kernel_id, reason);
   registry_.end(registry::kind::kernel, kernel_id, reason);
-  release_memory_soon();
-}
-
-void kernel_manager::release_memory_soon() {
-  trim_due_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);  // from the last kernel to end
-  if (!trim_armed_) wait_to_trim();
-}
-
-void kernel_manager::wait_to_trim() {
-  trim_armed_ = true;
-  trim_timer_.expires_at(trim_due_);
-  trim_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    if (std::chrono::steady_clock::now() < trim_due_) return wait_to_trim();
-    trim_armed_ = false;
-    ::malloc_trim(0);
-  });
+  memory_release_.soon();
 }
 
 void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box) {

@@ -3,6 +3,7 @@
 // lookup by id and owner, shutdown, and reaping of host child processes.
 
 #include "../api/auth.hpp"
+#include "../util/memory_release.hpp"
 #include "kernel.hpp"
 #include "kernel_pool.hpp"
 #include "sandbox_manager.hpp"
@@ -61,6 +62,8 @@ class kernel_manager {
   [[nodiscard]] kernelspec_catalog& specs() noexcept { return specs_; }
   [[nodiscard]] sandbox_manager& sandboxes() noexcept { return sandboxes_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
+  // Hands freed heap pages back once the gateway is quiet (see memory_release).
+  [[nodiscard]] memory_release& memory() noexcept { return memory_release_; }
   // Ends every kernel of a sandbox, then the sandbox (DELETE /api/sandboxes/{id}).
   void delete_sandbox(const std::string& sandbox_id, std::function<void()> done);
 
@@ -121,11 +124,7 @@ class kernel_manager {
   // Kernels that end free what they held, and the allocator keeps the pages
   // (one kernel's own freed blocks rarely reach the top of the heap): two
   // seconds after the last one ends, the free pages go back to the system.
-  boost::asio::steady_timer trim_timer_;
-  std::chrono::steady_clock::time_point trim_due_;
-  bool trim_armed_ = false;
-  void release_memory_soon();
-  void wait_to_trim();
+  memory_release memory_release_;
 };
 
 }  // namespace sandgate::gateway

@@ -11,13 +11,15 @@ constexpr int max_messages_per_wakeup = 256;  // fairness between kernels
 
 std::shared_ptr<zmq_channel> zmq_channel::connect(boost::asio::io_context& io, zmq::context_t& ctx,
                                                   zmq::socket_type type, const std::string& endpoint,
-                                                  handler on_message, const std::string& routing_id) {
+                                                  handler on_message, const std::string& routing_id,
+                                                  int receive_limit) {
   auto ch = std::make_shared<zmq_channel>(io, ctx, type, std::move(on_message));
   if (type == zmq::socket_type::sub) ch->socket_.set(zmq::sockopt::subscribe, "");
   ch->socket_.set(zmq::sockopt::linger, 0);
   if (!routing_id.empty()) ch->socket_.set(zmq::sockopt::routing_id, routing_id);
   ch->socket_.set(zmq::sockopt::sndhwm, 10000);
-  ch->socket_.set(zmq::sockopt::rcvhwm, 0);  // backpressure lives in the client queues
+  // 0: no limit, and backpressure lives in the client queues.
+  ch->socket_.set(zmq::sockopt::rcvhwm, receive_limit);
   ch->socket_.connect(endpoint);
   ch->start_wait();
   return ch;
@@ -54,6 +56,16 @@ bool zmq_channel::send(const frames& f) {
   return true;
 }
 
+void zmq_channel::pause() {
+  paused_ = true;
+}
+
+void zmq_channel::resume() {
+  if (!paused_) return;
+  paused_ = false;
+  post_drain();  // the readiness edge may have come and gone while paused
+}
+
 void zmq_channel::start_wait() {
   if (closed_ || waiting_) return;
   waiting_ = true;
@@ -70,7 +82,7 @@ void zmq_channel::start_wait() {
 void zmq_channel::drain() {
   drain_posted_ = false;
   int handled = 0;
-  while (!closed_) {
+  while (!closed_ && !paused_) {
     if (handled++ == max_messages_per_wakeup) return post_drain();
     frames f;
     f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts

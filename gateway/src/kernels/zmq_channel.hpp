@@ -22,7 +22,8 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   // Connects a socket of `type` to `endpoint`; `on_message` runs on the io_context.
   static std::shared_ptr<zmq_channel> connect(boost::asio::io_context& io, zmq::context_t& ctx,
                                               zmq::socket_type type, const std::string& endpoint,
-                                              handler on_message, const std::string& routing_id = {});
+                                              handler on_message, const std::string& routing_id = {},
+                                              int receive_limit = 0);
   zmq_channel(boost::asio::io_context& io, zmq::context_t& ctx, zmq::socket_type type, handler on_message);
   ~zmq_channel();
   zmq_channel(const zmq_channel&) = delete;
@@ -30,6 +31,11 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
 
   // Queues frames for sending without blocking. False when the pipe is full.
   bool send(const frames& f);
+
+  // Stops reading: what the peer sends meanwhile waits in ZeroMQ's pipe, up
+  // to the socket's receive limit, and then in the peer. resume() reads on.
+  void pause();
+  void resume();
 
   // Stops watching and closes the socket; no handler runs after this.
   void close();
@@ -45,6 +51,7 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   bool closed_ = false;
   bool waiting_ = false;
   bool drain_posted_ = false;
+  bool paused_ = false;
 };
 
 }  // namespace sandgate::gateway

@@ -96,8 +96,13 @@ const std::vector<option>& options() {
       {"ws-message-limit-bytes", "N", "largest WebSocket message from a client (default 64 MiB)",
        SG_NUM(ws_message_limit_bytes)},
       {"client-queue-limit-bytes", "N",
-       "output queued for one slow WebSocket before it is closed (default 256 MiB)",
+       "output queued for one slow WebSocket before it is closed (default 256 MiB); past 4 MiB a client "
+       "holds back the output of kernels that can wait (Sandgate's own) until it catches up",
        SG_NUM(client_queue_limit_bytes)},
+      {"client-stall-timeout-s", "S",
+       "a WebSocket that holds a kernel's output back and reads nothing for this long is closed "
+       "(default 10)",
+       SG_NUM(client_stall_timeout_s)},
       {"replay-buffer-limit-bytes", "N", "output kept for a disconnected session_id (default 32 MiB)",
        SG_NUM(replay_buffer_limit_bytes)},
       {"iopub-journal-bytes", "N",

@@ -36,6 +36,8 @@ struct metrics {
   std::uint64_t kernel_restarts_for_time = 0;
   std::uint64_t bytes_from_kernels = 0;
   std::uint64_t messages_from_kernels = 0;
+  std::uint64_t output_holds = 0;      // a client behind held a kernel's output back
+  std::uint64_t clients_too_slow = 0;  // WebSockets closed for falling behind
   std::uint64_t sandboxes_created = 0;
   std::map<std::string, std::uint64_t> sandboxes_ended;  // by reason
   std::uint64_t oom_kills = 0;
