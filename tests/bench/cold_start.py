@@ -7,8 +7,8 @@ unsandboxed xpython.
 One gateway (`<build>/bin/sandgate`, the shipped default policy) serves two
 kernelspecs: sandgate-python in a sandbox of its own (a copy of the build's
 `python` kernelspec whose env adds SANDGATE_KERNEL_TIMING=1) and Debian's
-`xpython` on the host (apt package `xpython`; its kernelspec wrapped, see
-XPYTHON_WRAPPER, and exempted with `--unsandboxed-kernels`). A start is `POST /api/kernels` until `201 Created` (the gateway
+`xpython` on the host (apt package `xpython`, its kernelspec as installed,
+exempted with `--unsandboxed-kernels`). A start is `POST /api/kernels` until `201 Created` (the gateway
 answers once the kernel replied to kernel_info); each kernel is deleted
 before the next start. The two modes alternate run by run (which one goes
 first alternates too), after one warm-up start of each, so the machine's
@@ -42,15 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 TIMED = "python-timed"
 IMPORTS = "python-importtime"
-XPYTHON = "xpython-short-ipc"
-# xeus 2.4.1 aborts (zmq EINVAL) on an ipc endpoint longer than about 45
-# characters, and an unsandboxed kernel's run dir is <state>/run/<sandbox id>.
-# sandgate's kernels chdir there and bind relative names; for xpython this
-# wrapper does the same with a copy of the connection file whose "ip" is
-# relative (sh and sed: about 2 ms of the start).
-XPYTHON_WRAPPER = (
-    'cd "${1%/*}" && sed -E \'s#"ip" *: *"[^"]*/#"ip": "#\' "$1" > "$1.short" && '
-    'exec /usr/bin/xpython -f "$1.short"')
+XPYTHON = "xpython"  # /usr/share/jupyter/kernels/xpython, as Debian installs it
 
 # The kernel's marks, in order: (mark, name of the step that ends there).
 KERNEL_STEPS = [
@@ -83,15 +75,6 @@ def kernelspec_copy(build_dir, dest, name, extra_env, binary=None):
     spec["display_name"] = name
     os.makedirs(os.path.join(dest, name))
     with open(os.path.join(dest, name, "kernel.json"), "w") as f:
-        json.dump(spec, f)
-
-
-def xpython_kernelspec(dest):
-    with open("/usr/share/jupyter/kernels/xpython/kernel.json") as f:
-        spec = json.load(f)
-    spec["argv"] = ["/bin/sh", "-c", XPYTHON_WRAPPER, "sh", "{connection_file}"]
-    os.makedirs(os.path.join(dest, XPYTHON))
-    with open(os.path.join(dest, XPYTHON, "kernel.json"), "w") as f:
         json.dump(spec, f)
 
 
@@ -204,7 +187,6 @@ def main():
     specs = tempfile.mkdtemp(prefix="sandgate-coldstart-specs-")
     kernelspec_copy(build_dir, specs, TIMED, {"SANDGATE_KERNEL_TIMING": "1"}, args.kernel_binary)
     kernelspec_copy(build_dir, specs, IMPORTS, {"PYTHONPROFILEIMPORTTIME": "1"}, args.kernel_binary)
-    xpython_kernelspec(specs)
     load = [os.getloadavg()[0]]
     started = datetime.datetime.now(datetime.timezone.utc)
     sandboxed, xpython = {}, {}

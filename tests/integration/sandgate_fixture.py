@@ -232,6 +232,11 @@ class Gateway:
     # Processes started by this gateway: their command line names a
     # connection file under its state dir.
     def kernel_pids(self):
+        """Live processes of this gateway's kernels and sandboxes: the state
+        dir is in their command line (a sandbox's supervisor, a kernel's
+        connection file) or holds their working directory (an unsandboxed
+        kernel runs in its workspace; its connection file is reached through
+        a short symlink in /tmp)."""
         pids = []
         marker = self.state_dir.encode()
         for entry in os.listdir("/proc"):
@@ -242,9 +247,11 @@ class Gateway:
                     cmdline = f.read()
                 with open(f"/proc/{entry}/stat", "rb") as f:
                     state = f.read().rsplit(b")", 1)[1].split()[0]
+                cwd = os.readlink(f"/proc/{entry}/cwd").encode()
             except OSError:
                 continue
-            if marker in cmdline and state != b"Z" and int(entry) != self.proc.pid:
+            ours = marker in cmdline or cwd.startswith(marker + b"/")
+            if ours and state != b"Z" and int(entry) != self.proc.pid:
                 pids.append(int(entry))
         return pids
 

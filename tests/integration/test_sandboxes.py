@@ -61,6 +61,16 @@ class SandboxTestCase(GatewayTestCase):
 
 
 class Sandboxes(SandboxTestCase):
+    # Debian's xpython (xeus 2.4.1) aborts on an ipc endpoint over 31 bytes.
+    @unittest.skipUnless(os.path.exists("/usr/share/jupyter/kernels/xpython/kernel.json"),
+                         "Debian's xpython is not installed")
+    def test_debian_xpython_runs_in_a_sandbox(self):
+        sb = self.new_sandbox()
+        k = self.kernel_in(sb["id"], "xpython")
+        rec = self.execute(k["id"], "print(6 * 7)")
+        self.assertEqual(rec["status"], "ok", rec)
+        self.assertEqual(rec["stdout"], "42\n", rec)
+
     def test_create_get_list_patch_delete(self):
         sb = self.new_sandbox(ttl_s=600, metadata={"conversation": "c-" + uuid.uuid4().hex},
                               limits={"memory_bytes": 512 * MiB, "pids": 64})

@@ -55,7 +55,7 @@ class HostileRunDir(SandboxTestCase):
         k = self.new_kernel()
         k.execute(f'''
 import os
-conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-12:] + ".json"
+conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-8:] + ".json"
 os.rename(conn, conn + ".orig")
 os.symlink({self.decoy!r}, conn)
 os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
@@ -71,7 +71,7 @@ os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
         k = self.new_kernel()
         k.execute('''
 import os
-conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-12:] + ".json"
+conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-8:] + ".json"
 os.unlink(conn)
 os.mkfifo(conn, 0o666)
 ''')
@@ -120,7 +120,7 @@ os.mkfifo(conn, 0o666)
         k.execute(f'''
 import os
 for n in os.listdir("/run/sandgate"):
-    if n.startswith("k" + os.environ["JPY_SESSION_NAME"][-12:] + "-"):
+    if n.startswith("k" + os.environ["JPY_SESSION_NAME"][-8:] + "-"):
         os.rename("/run/sandgate/" + n, "/run/sandgate/old-" + n)
         os.symlink({decoy_sock!r}, "/run/sandgate/" + n)
 os._exit(1)

@@ -46,7 +46,7 @@ _report(out)
         other_sandbox = self.gw.sandbox_id(self.other.id)
         other_run = os.path.join(sd, "run", other_sandbox)
         self.assertTrue(os.path.isdir(other_run), f"expected the other sandbox's run dir at {other_run}")
-        targets = [sd, os.path.join(sd, "run"), other_run, os.path.join(other_run, "k" + self.other.id[-12:] + ".json"),
+        targets = [sd, os.path.join(sd, "run"), other_run, os.path.join(other_run, "k" + self.other.id[-8:] + ".json"),
                    os.path.join(sd, "control"), os.path.join(sd, "control", other_sandbox + ".sock"),
                    os.path.join(sd, "logs"), self.gw.policy_path,
                    "/run/sandgate/../" + other_sandbox]
@@ -62,7 +62,7 @@ def _uds(p):
     finally:
         s.close()
 out["control"] = _probe(lambda: _uds({os.path.join(sd, "control", other_sandbox + ".sock")!r}))
-out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k" + self.other.id[-12:] + "-1")!r}))
+out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k" + self.other.id[-8:] + "-1")!r}))
 _report(out)
 ''')
         for p in targets:

@@ -2,6 +2,7 @@
 
 #include "child_processes.hpp"
 
+#include <gateway/ids.hpp>
 #include <gateway/log.hpp>
 
 #include <fcntl.h>
@@ -22,6 +23,15 @@ host_sandbox::host_sandbox(std::filesystem::path run_dir, std::filesystem::path 
   std::filesystem::create_directories(run_dir_);
   std::filesystem::create_directories(workspace_);
   std::filesystem::permissions(run_dir_, std::filesystem::perms::owner_all);
+  // xeus 2.4.1 kernels (Debian's xpython among them) abort on an ipc
+  // endpoint longer than 31 bytes, and a run dir under the state dir is far
+  // longer: kernels reach it through a symlink with a short random name
+  // (/tmp/sgXXXXXX, 13 bytes; with a kernel's 9-byte file name the ip is 23).
+  for (int attempt = 0; attempt < 16 && alias_.empty(); ++attempt) {
+    std::filesystem::path candidate = "/tmp/sg" + random_hex(3);
+    if (::symlink(run_dir_.c_str(), candidate.c_str()) == 0) alias_ = std::move(candidate);
+  }
+  if (alias_.empty()) alias_ = run_dir_;  // kernels that take long endpoints still work
 }
 
 uid_t host_sandbox::owner_uid() const {
@@ -38,6 +48,7 @@ int host_sandbox::open_workspace() const {
 
 host_sandbox::~host_sandbox() {
   destroy();
+  if (alias_ != run_dir_) ::unlink(alias_.c_str());
 }
 
 void host_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,

@@ -33,7 +33,7 @@ class host_sandbox final : public sandbox {
   [[nodiscard]] int open_workspace() const override;
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
-  [[nodiscard]] std::filesystem::path run_dir_inside() const override { return run_dir_; }
+  [[nodiscard]] std::filesystem::path run_dir_inside() const override { return alias_; }
   [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
   [[nodiscard]] uid_t owner_uid() const override;
   [[nodiscard]] gid_t owner_gid() const override;
@@ -41,6 +41,8 @@ class host_sandbox final : public sandbox {
 
  private:
   std::filesystem::path run_dir_;
+  // A short name for run_dir_ that kernels are given (see the constructor).
+  std::filesystem::path alias_;
   std::filesystem::path workspace_;
   std::map<std::string, pid_t> children_;
 };

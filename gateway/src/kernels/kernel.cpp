@@ -43,10 +43,11 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
       opts_(std::move(opts)),
       box_(std::move(box)),
       session_(protocol::new_uuid4()),
-      // xeus 2.4.1 fails ("Invalid argument") when an ipc endpoint is much
-      // over 40 bytes: a short name, unique within the sandbox, for the
-      // kernel's process, sockets and files.
-      file_name_("k" + opts_.id.substr(opts_.id.size() - 12)),
+      // xeus 2.4.1 kernels abort ("Invalid argument") on an ipc endpoint
+      // over 31 bytes: "ipc://" + ip + "-4" with ip /run/sandgate/k + 8 hex
+      // is 31. A short name, unique within the sandbox, for the kernel's
+      // process, sockets and files.
+      file_name_(opts_.file_name.empty() ? "k" + opts_.id.substr(opts_.id.size() - 8) : opts_.file_name),
       start_timer_(io),
       probe_timer_(io),
       stop_timer_(io),
@@ -61,6 +62,10 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
   conn_.key = opts_.key.empty() ? random_hex(32) : opts_.key;
   conn_.kernel_name = opts_.spec.name;
   signer_ = protocol::signer(conn_.key);
+}
+
+nlohmann::json kernel::reattach_record() const {
+  return {{"name", opts_.spec.name}, {"key", conn_.key}, {"file", file_name_}};
 }
 
 kernel::~kernel() {

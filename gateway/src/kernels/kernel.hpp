@@ -50,6 +50,9 @@ struct kernel_options {
   std::map<std::string, std::string> program_dirs;  // host dir -> where the sandbox shows it
   kernel_limits limits;
   std::string key;  // HMAC key of a kernel being re-attached; empty: a new random one
+  // Its process, socket and file name in the sandbox's run dir, for a kernel
+  // being re-attached; empty: made from the id.
+  std::string file_name;
 };
 
 class kernel : public std::enable_shared_from_this<kernel> {
@@ -134,6 +137,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
   [[nodiscard]] std::size_t connections() const noexcept { return clients_.size(); }
   [[nodiscard]] bool ended() const noexcept { return phase_ == phase::ended; }
   [[nodiscard]] const std::string& connection_key() const noexcept { return conn_.key; }
+  // What a later gateway needs to take the kernel back (its key among them:
+  // the registry file is the gateway's alone, mode 0600).
+  [[nodiscard]] nlohmann::json reattach_record() const;
 
  private:
   enum class phase { created, starting, running, restarting, stopping, ended };

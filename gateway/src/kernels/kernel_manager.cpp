@@ -219,10 +219,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
   adopt(k, *box);
   box->touch();
-  // What a later gateway needs to take the kernel back: its key among them
-  // (the registry file is the gateway's alone, mode 0600).
-  registry_.put(registry::kind::kernel, k->id(), box->id, owner,
-                nlohmann::json{{"name", name}, {"key", k->connection_key()}}.dump());
+  registry_.put(registry::kind::kernel, k->id(), box->id, owner, k->reattach_record().dump());
   log::info("kernel_starting",
             {{"kernel_id", k->id()}, {"kernel_name", name}, {"owner", owner}, {"sandbox_id", box->id}});
   const auto started = std::chrono::steady_clock::now();
@@ -294,6 +291,9 @@ void kernel_manager::restore() {
       spec.name = spec.display_name = name;  // gone from disk; the running kernel still answers
     kernel_options opts = options_for(row.id, row.owner, spec, *box);
     opts.key = record["key"].get<std::string>();
+    // Kernels started before names were stored used the id's last 12 hex digits.
+    const auto file = record.value("file", nlohmann::json());
+    opts.file_name = file.is_string() ? file.get<std::string>() : "k" + row.id.substr(row.id.size() - 12);
     auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
     adopt(k, *box);
     try {

@@ -100,8 +100,9 @@ void kernel_manager::start_pool_member(const std::string& name,
   auto k = std::make_shared<kernel>(io_, zmq_, options_for(new_id(cfg_.node_id), "", spec, *box), box->box);
   box->kernels.insert(k->id());
   pool_starting_.emplace(k->id(), k);
-  registry_.put(registry::kind::kernel, k->id(), box->id, "",
-                nlohmann::json{{"name", name}, {"key", k->connection_key()}, {"pooled", true}}.dump());
+  auto record = k->reattach_record();
+  record["pooled"] = true;
+  registry_.put(registry::kind::kernel, k->id(), box->id, "", record.dump());
   k->start([this, k, box, done = std::move(done)](const std::string& error) {
     if (!error.empty()) {
       pool_starting_.erase(k->id());
@@ -139,8 +140,7 @@ void kernel_manager::hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& 
   k->claim(who.name, box.implicit, env);
   adopt(k, box);
   box.touch();
-  registry_.put(registry::kind::kernel, k->id(), box.id, who.name,
-                nlohmann::json{{"name", k->name()}, {"key", k->connection_key()}}.dump());
+  registry_.put(registry::kind::kernel, k->id(), box.id, who.name, k->reattach_record().dump());
   log::info(
       "kernel_claimed",
       {{"kernel_id", k->id()}, {"kernel_name", k->name()}, {"owner", who.name}, {"sandbox_id", box.id}});
