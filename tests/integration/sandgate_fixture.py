@@ -91,24 +91,35 @@ class Response:
         return f"<{self.status} {self.body[:300]!r}>"
 
 
-def remove_state_dir(state_dir):
-    """Ends every process a gateway on `state_dir` left (supervisors whose
-    command line names it), unmounts the run dirs' tmpfs, removes the dir."""
+def processes_of(state_dir, but=None):
+    """Live processes a gateway on `state_dir` started: the state dir is in
+    their command line (a sandbox's supervisor, a kernel's connection file)
+    or holds their working directory (an unsandboxed kernel runs in its
+    workspace; its connection file is reached through a short symlink in
+    /tmp)."""
     marker = state_dir.encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == but:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                zombie = f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            cwd = os.readlink(f"/proc/{entry}/cwd").encode()
+        except OSError:
+            continue
+        if (marker in cmdline or cwd.startswith(marker + b"/")) and not zombie:
+            pids.append(int(entry))
+    return pids
+
+
+def remove_state_dir(state_dir):
+    """Ends every process a gateway on `state_dir` left (processes_of),
+    unmounts the run dirs' tmpfs, removes the dir."""
     for _ in range(50):
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmdline = f.read()
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    zombie = f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-            except OSError:
-                continue
-            if marker in cmdline and not zombie:
-                pids.append(int(entry))
+        pids = processes_of(state_dir)
         for pid in pids:
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -232,28 +243,8 @@ class Gateway:
     # Processes started by this gateway: their command line names a
     # connection file under its state dir.
     def kernel_pids(self):
-        """Live processes of this gateway's kernels and sandboxes: the state
-        dir is in their command line (a sandbox's supervisor, a kernel's
-        connection file) or holds their working directory (an unsandboxed
-        kernel runs in its workspace; its connection file is reached through
-        a short symlink in /tmp)."""
-        pids = []
-        marker = self.state_dir.encode()
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmdline = f.read()
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    state = f.read().rsplit(b")", 1)[1].split()[0]
-                cwd = os.readlink(f"/proc/{entry}/cwd").encode()
-            except OSError:
-                continue
-            ours = marker in cmdline or cwd.startswith(marker + b"/")
-            if ours and state != b"Z" and int(entry) != self.proc.pid:
-                pids.append(int(entry))
-        return pids
+        """Live processes of this gateway's kernels and sandboxes."""
+        return processes_of(self.state_dir, but=self.proc.pid)
 
     def tcp_socket_holders(self):
         """{pid: [socket description]} of this gateway's processes other than

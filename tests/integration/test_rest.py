@@ -13,7 +13,8 @@ import uuid
 
 import websocket
 
-from sandgate_fixture import (ERROR_KEYS, KERNEL_MODEL_KEYS, Gateway, GatewayTestCase, stream_text, wait_until)
+from sandgate_fixture import (ERROR_KEYS, KERNEL_MODEL_KEYS, Gateway, GatewayTestCase, remove_state_dir, stream_text,
+                              wait_until)
 
 DEBIAN_XPYTHON = "/usr/share/jupyter/kernels/xpython/kernel.json"
 
@@ -332,6 +333,39 @@ class Lifecycle(unittest.TestCase):
             self.assertFalse(os.path.exists(f"/proc/{pid}/cmdline") and
                              open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z",
                              f"kernel {pid} outlived the gateway")
+
+    def test_short_run_dir_names_go_with_their_kernels_and_with_a_crashed_gateway(self):
+        # Unsandboxed kernels reach their run dir through /tmp/sgXXXXXX (ipc
+        # endpoints must stay short): deleting the kernel removes its name,
+        # and a gateway killed before it could is cleaned up after by the next.
+        def alias_of(gw):
+            for pid in gw.kernel_pids():
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().decode().split("\0")
+                if "-f" in argv:
+                    return os.path.dirname(argv[argv.index("-f") + 1])
+            raise AssertionError("no kernel with a connection file")
+
+        gw = Gateway(name="run-dir-alias")
+        try:
+            kid = gw.start_kernel("python3")
+            alias = alias_of(gw)
+            self.assertRegex(alias, r"^/tmp/sg[0-9a-f]{6}$")
+            self.assertTrue(os.path.realpath(alias).startswith(os.path.realpath(gw.state_dir) + "/"))
+            self.assertEqual(gw.request("DELETE", f"api/kernels/{kid}").status, 204)
+            self.assertFalse(os.path.lexists(alias))
+            gw.start_kernel("python3")
+            alias = alias_of(gw)
+        finally:
+            gw.owns_state = False
+            gw.crash()
+        try:
+            self.assertTrue(os.path.lexists(alias))
+            with Gateway(name="run-dir-alias-next", state_dir=gw.state_dir) as nxt:
+                self.assertEqual(nxt.request("GET", "api").status, 200)
+                self.assertFalse(os.path.lexists(alias), "a crashed gateway's run-dir name was left in /tmp")
+        finally:
+            remove_state_dir(gw.state_dir)
 
     def test_sigterm_with_a_client_that_never_reads_exits_promptly(self):
         # A client that stopped reading holds its socket full: the close

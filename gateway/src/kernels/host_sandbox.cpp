@@ -34,6 +34,18 @@ host_sandbox::host_sandbox(std::filesystem::path run_dir, std::filesystem::path 
   if (alias_.empty()) alias_ = run_dir_;  // kernels that take long endpoints still work
 }
 
+void host_sandbox::remove_stale_aliases(const std::filesystem::path& run_root) {
+  namespace fs = std::filesystem;
+  const std::string prefix = run_root.string() + "/";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/tmp", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != 8 || name.rfind("sg", 0) != 0 || !entry.is_symlink(ec)) continue;
+    const auto target = fs::read_symlink(entry.path(), ec);
+    if (!ec && target.string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
+  }
+}
+
 uid_t host_sandbox::owner_uid() const {
   return ::geteuid();
 }

@@ -15,6 +15,10 @@ class host_sandbox final : public sandbox {
  public:
   host_sandbox(std::filesystem::path run_dir, std::filesystem::path workspace);
   ~host_sandbox() override;
+  // Removes the short names (see the constructor) that a gateway which did
+  // not stop cleanly left pointing into `run_root` (the state dir's run/):
+  // host processes do not outlive their gateway, so at start every one is stale.
+  static void remove_stale_aliases(const std::filesystem::path& run_root);
 
   void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
              output_handler on_output = nullptr) override;

@@ -213,6 +213,7 @@ void sandbox_manager::persist(const sandbox_entry& s) {
 }
 
 std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::restore() {
+  host_sandbox::remove_stale_aliases(cfg_.state_dir / "run");
   std::vector<std::shared_ptr<sandbox_entry>> restored;
   std::set<std::string> known;
   for (const auto& row : registry_.live(registry::kind::sandbox)) {
