@@ -138,12 +138,8 @@ void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   peak_queued_bytes_ = std::max(peak_queued_bytes_, queued_bytes_);
   queue_.push_back({out, std::move(frame)});
   if (queued_bytes_ > limits_.hold_bytes && !holding_) hold_kernel();
-  if (queued_bytes_ > limits_.queue_bytes) {
-    log::warn("websocket_too_slow", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
-    ++gateway_metrics().clients_too_slow;
-    close(1008, "client too slow: output queue over " + std::to_string(limits_.queue_bytes) + " bytes");
-    return;
-  }
+  if (queued_bytes_ > limits_.queue_bytes)
+    return close_too_slow("output queue over " + std::to_string(limits_.queue_bytes) + " bytes");
   if (!writing_) do_write();
 }
 
@@ -223,15 +219,20 @@ void ws_session<Stream>::release_kernel() {
 template <class Stream>
 void ws_session<Stream>::watch_stall(std::uint64_t writes_seen) {
   stall_timer_.expires_after(limits_.stall_timeout);
-  stall_timer_.async_wait([self = this->shared_from_this(),
-                           writes_seen](const boost::system::error_code& ec) {
-    if (ec || !self->holding_ || self->ended_) return;
-    if (self->writes_ != writes_seen) return self->watch_stall(self->writes_);
-    log::warn("websocket_too_slow", {{"kernel_id", self->kernel_->id()}, {"session_id", self->session_id_}});
-    ++gateway_metrics().clients_too_slow;
-    self->close(1008, "client too slow: it read no output for " +
-                          std::to_string(self->limits_.stall_timeout.count() / 1000) + " s");
-  });
+  stall_timer_.async_wait(
+      [self = this->shared_from_this(), writes_seen](const boost::system::error_code& ec) {
+        if (ec || !self->holding_ || self->ended_) return;
+        if (self->writes_ != writes_seen) return self->watch_stall(self->writes_);
+        self->close_too_slow("it read no output for " +
+                             std::to_string(self->limits_.stall_timeout.count() / 1000) + " s");
+      });
+}
+
+template <class Stream>
+void ws_session<Stream>::close_too_slow(const std::string& why) {
+  log::warn("websocket_too_slow", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}, {"why", why}});
+  ++gateway_metrics().clients_too_slow;
+  close(1008, "client too slow: " + why);
 }
 
 template <class Stream>

@@ -50,7 +50,8 @@ struct ws_limits {
   // Past this much queued output the client holds the kernel's output back
   // (kernel::hold_output), until its queue is down to a quarter of it.
   std::size_t hold_bytes = 4 * 1024 * 1024;
-  // A client that holds the kernel back and takes in nothing for this long is closed.
+  // A client past hold_bytes that takes in nothing for this long is closed
+  // (whether or not its kernel can be held).
   std::chrono::milliseconds stall_timeout{10'000};
   // A close whose last write does not go out in this time drops the connection.
   std::chrono::milliseconds close_timeout{5'000};
@@ -81,6 +82,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   void hold_kernel();
   void release_kernel();
   void watch_stall(std::uint64_t writes_seen);
+  void close_too_slow(const std::string& why);  // 1008, logged and counted
 
   boost::beast::websocket::stream<Stream> ws_;
   boost::beast::flat_buffer buffer_;

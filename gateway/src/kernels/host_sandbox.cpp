@@ -11,6 +11,11 @@
 #include <unistd.h>
 
 namespace sandgate::gateway {
+namespace {
+// A run dir's short name: /tmp/sg + 6 hex digits (see the constructor).
+constexpr std::string_view alias_stem = "sg";
+constexpr std::size_t alias_random_bytes = 3;
+}  // namespace
 
 std::string exit_status::describe() const {
   if (oom) return "oom";
@@ -28,7 +33,8 @@ host_sandbox::host_sandbox(std::filesystem::path run_dir, std::filesystem::path 
   // longer: kernels reach it through a symlink with a short random name
   // (/tmp/sgXXXXXX, 13 bytes; with a kernel's 9-byte file name the ip is 23).
   for (int attempt = 0; attempt < 16 && alias_.empty(); ++attempt) {
-    std::filesystem::path candidate = "/tmp/sg" + random_hex(3);
+    std::filesystem::path candidate =
+        std::filesystem::path("/tmp") / (std::string(alias_stem) + random_hex(alias_random_bytes));
     if (::symlink(run_dir_.c_str(), candidate.c_str()) == 0) alias_ = std::move(candidate);
   }
   if (alias_.empty()) alias_ = run_dir_;  // kernels that take long endpoints still work
@@ -40,7 +46,9 @@ void host_sandbox::remove_stale_aliases(const std::filesystem::path& run_root) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/tmp", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() != 8 || name.rfind("sg", 0) != 0 || !entry.is_symlink(ec)) continue;
+    if (name.size() != alias_stem.size() + 2 * alias_random_bytes || !name.starts_with(alias_stem) ||
+        !entry.is_symlink(ec))
+      continue;
     const auto target = fs::read_symlink(entry.path(), ec);
     if (!ec && target.string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
   }

@@ -13,7 +13,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <map>
@@ -121,9 +120,9 @@ class kernel_manager {
   // Pool members still starting or warming up, by kernel id (a stop ends them).
   std::map<std::string, std::shared_ptr<kernel>> pool_starting_;
   kernel_pool pool_;
-  // Kernels that end free what they held, and the allocator keeps the pages
-  // (one kernel's own freed blocks rarely reach the top of the heap): two
-  // seconds after the last one ends, the free pages go back to the system.
+  // Free pages go back to the system two seconds after the last kernel ended
+  // or the last burst of output drained (one kernel's own freed blocks
+  // rarely reach the top of the heap, so glibc would keep them).
   memory_release memory_release_;
 };
 

@@ -33,11 +33,12 @@ std::optional<kernelspec> load_kernelspec(const fs::path& dir) {
     spec.language = j.value("language", "");
     spec.interrupt_mode = j.value("interrupt_mode", "signal");
     if (j.contains("env")) spec.env = j.at("env").get<std::map<std::string, std::string>>();
-    const auto journal = nlohmann::json::json_pointer("/metadata/sandgate/iopub_journal");
-    spec.iopub_journal = j.contains(journal) && j.at(journal).is_boolean() && j.at(journal).get<bool>();
-    const auto backpressure = nlohmann::json::json_pointer("/metadata/sandgate/iopub_backpressure");
-    spec.iopub_backpressure =
-        j.contains(backpressure) && j.at(backpressure).is_boolean() && j.at(backpressure).get<bool>();
+    const auto flag = [&j](const char* name) {  // metadata.sandgate.<name>: true, or false when absent
+      const auto at = nlohmann::json::json_pointer(std::string("/metadata/sandgate/") + name);
+      return j.contains(at) && j.at(at).is_boolean() && j.at(at).get<bool>();
+    };
+    spec.iopub_journal = flag("iopub_journal");
+    spec.iopub_backpressure = flag("iopub_backpressure");
     const auto preload = nlohmann::json::json_pointer("/metadata/sandgate/preload_option");
     if (j.contains(preload) && j.at(preload).is_string())
       spec.preload_option = j.at(preload).get<std::string>();

@@ -100,8 +100,7 @@ const std::vector<option>& options() {
        "holds back the output of kernels that can wait (Sandgate's own) until it catches up",
        SG_NUM(client_queue_limit_bytes)},
       {"client-stall-timeout-s", "S",
-       "a WebSocket that holds a kernel's output back and reads nothing for this long is closed "
-       "(default 10)",
+       "a WebSocket more than 4 MiB behind that reads nothing for this long is closed (default 10)",
        SG_NUM(client_stall_timeout_s)},
       {"replay-buffer-limit-bytes", "N", "output kept for a disconnected session_id (default 32 MiB)",
        SG_NUM(replay_buffer_limit_bytes)},
