@@ -183,15 +183,23 @@ class GatewayRestart(unittest.TestCase):
         # And the kernel goes on.
         self.assertEqual(self.run_code(gw2, kid, "i")["result"], "99")
 
-    def test_a_cell_that_ends_while_no_gateway_runs_is_recorded_from_the_journal(self):
+    def cell_that_ends_while_no_gateway_runs(self, forget_its_row):
         gw = self.start()
         kid, root = self.kernel_and_workspace(gw)
+        earlier = self.run_code(gw, kid, "print('earlier')")
         ws, msg_id = self.execute_over_websocket(
             gw, kid, "import time, pathlib\nprint('before', flush=True)\ntime.sleep(1)\n"
                      "print('after', flush=True)\npathlib.Path('cell-ended').touch()\n"
                      "raise ValueError('at the end')")
         ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
         gw.crash()
+        if forget_its_row:
+            # As when the gateway dies before its writer stored the cell's running row.
+            db = sqlite3.connect(os.path.join(gw.state_dir, "registry.db"), timeout=5)
+            with db:
+                db.execute("DELETE FROM executions WHERE kernel_id = ? AND msg_id = ?", (kid, msg_id))
+            db.close()
+            self.assertIsNone(stored_execution(gw.state_dir, kid, msg_id))
         wait_until(lambda: os.path.exists(os.path.join(root, "cell-ended")), 30, "the cell to end")
         gw2 = self.restart(gw)
         rec = self.final_record(gw2, kid, msg_id)
@@ -201,6 +209,18 @@ class GatewayRestart(unittest.TestCase):
         self.assertEqual(rec["error"]["evalue"], "at the end")
         self.assertFalse(rec["truncated"])
         self.assertEqual(self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"], "idle")
+        # It is stored for the next gateway too; the cell before it, recorded
+        # in full, is read from the registry as it was, not taken up again.
+        wait_until(lambda: '"status":"error"' in (stored_execution(gw.state_dir, kid, msg_id) or ""), 10,
+                   "the record to be stored")
+        self.assertEqual(self.ok(gw2.request("GET", f"api/kernels/{kid}/executions/{earlier['msg_id']}")),
+                         earlier)
+
+    def test_a_cell_that_ends_while_no_gateway_runs_is_recorded_from_the_journal(self):
+        self.cell_that_ends_while_no_gateway_runs(forget_its_row=False)
+
+    def test_a_cell_whose_row_the_gateway_never_stored_is_found_in_the_journal(self):
+        self.cell_that_ends_while_no_gateway_runs(forget_its_row=True)
 
     def test_an_upload_cut_by_a_crash_is_never_reported_complete(self):
         gw = self.start()

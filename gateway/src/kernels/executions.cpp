@@ -56,10 +56,14 @@ json execution_record::to_stored_json() const {
 }
 
 std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id,
-                                                       std::string_view request_content) {
+                                                       std::string_view request_content,
+                                                       const std::string& principal,
+                                                       std::optional<std::chrono::milliseconds> timeout) {
   if (msg_id.empty()) return nullptr;
   auto r = std::make_shared<execution_record>();
   r->msg_id = msg_id;
+  r->principal = principal;
+  r->timeout = timeout;
   if (!request_content.empty()) digest_code(*r, request_content, "request");
   if (!insert(r)) return records_[msg_id];
   evict();
@@ -133,9 +137,13 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     } else if (type == "stream") {
       std::array<protocol::json_member, 2> m{{{"name", {}, {}}, {"text", {}, {}}}};
       const auto full = [&](const std::string& text) { return text.size() >= limits_.max_stream_bytes; };
-      // Text for a stream that is already full is not even read.
-      if ((full(r.stdout_text) || full(r.stderr_text)) &&
-          full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text : r.stdout_text)) {
+      // Text for a stream that is already full is not even read; with both
+      // full, neither is the name.
+      if (full(r.stdout_text) && full(r.stderr_text)) {
+        r.truncated = true;
+      } else if ((full(r.stdout_text) || full(r.stderr_text)) &&
+                 full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text
+                                                                               : r.stdout_text)) {
         r.truncated = true;
       } else if (protocol::read_members(msg.content, m) && m[1].string) {
         auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;

@@ -90,8 +90,12 @@ class execution_log {
   void on_start(waiter listener) { on_start_ = std::move(listener); }
 
   // An execute_request sent to the kernel; `request_content`: its content
-  // (JSON text), whose code is digested for the audit log.
-  std::shared_ptr<execution_record> begin(const std::string& msg_id, std::string_view request_content = {});
+  // (JSON text), whose code is digested for the audit log; `principal`: who
+  // sent it; `timeout`: its time limit. All are in the record before the
+  // start listener sees it (a restarted gateway takes them up from there).
+  std::shared_ptr<execution_record> begin(const std::string& msg_id, std::string_view request_content = {},
+                                          const std::string& principal = {},
+                                          std::optional<std::chrono::milliseconds> timeout = {});
   // A running record a previous gateway stored (to_stored_json), taken up
   // with its output so far empty; null if the text is not such a record.
   std::shared_ptr<execution_record> restore(const nlohmann::json& stored);

@@ -281,7 +281,7 @@ void kernel::on_started(const std::string& error) {
   if (error.empty()) {
     phase_ = phase::running;
     state_ = "idle";
-    if (!taken_up_.empty()) replay_journal();
+    if (recorded_) replay_journal();
     auto held = std::move(held_);
     held_.clear();
     for (auto& h : held)
@@ -335,7 +335,6 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   // The execution_state of a status message, read once.
   const std::string status = ch == channel::iopub ? execution_state_of(msg) : std::string();
   if (!status.empty() && phase_ == phase::running) state_ = status;
-  if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(msg, status)) record(ch, msg, status);
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
   if (ch == channel::iopub && start_done_) {
     // Ready needs iopub too: until the subscription carries messages, output would be lost.
@@ -346,6 +345,9 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     broadcast(out);
   else
     route_reply(out);
+  // Recorded after it is on its way to the clients, off their round trip.
+  const auto& sent = out->message();
+  if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)) record(ch, sent, status);
 }
 
 std::string kernel::execution_state_of(const protocol::message& msg) {
@@ -485,12 +487,12 @@ void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel c
   if (ch == channel::shell || ch == channel::control)
     remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
                             msg.msg_type() == "execute_request" ? msg.header : std::string()});
-  if (ch == channel::shell && msg.msg_type() == "execute_request") {
-    if (auto r = executions_.begin(msg.msg_id(), msg.content); r && r->principal.empty())
-      r->principal = client->principal();
-  }
   touch();
   send_to_kernel(ch, msg);
+  // Recorded once it is on its way: the kernel's answer can only be read
+  // after this returns.
+  if (ch == channel::shell && msg.msg_type() == "execute_request")
+    executions_.begin(msg.msg_id(), msg.content, client->principal());
 }
 
 void kernel::execute(const std::string& code, std::optional<std::chrono::milliseconds> timeout,
@@ -516,12 +518,11 @@ void kernel::execute(const std::string& code, std::optional<std::chrono::millise
                                       {"store_history", true}, {"user_expressions", nlohmann::json::object()},
                                       {"allow_stdin", false},  {"stop_on_error", false}};
   auto msg = protocol::make_message("execute_request", content.dump(), session_);
-  auto record = executions_.begin(msg.msg_id(), msg.content);
-  record->timeout = timeout;
   remember(msg.msg_id(), {{}, {}, true, "execute_request", msg.header});
-  executions_.wait(msg.msg_id(), std::move(done));
   touch();
   send_to_kernel(channel::shell, msg);
+  executions_.begin(msg.msg_id(), msg.content, {}, timeout);
+  executions_.wait(msg.msg_id(), std::move(done));
 }
 
 void kernel::claim(const std::string& owner, bool owns_sandbox,

@@ -94,7 +94,12 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // (execution_record::to_stored_json texts). Once the kernel answers, each
   // is rebuilt from the kernel's iopub journal, which holds what was
   // published while no gateway listened, and goes on with live output.
-  void take_up_executions(const std::vector<std::string>& stored);
+  // `recorded(msg_id)`: whether the registry holds any record of that
+  // execute. One that the journal shows beginning but that has no record
+  // (it began just before the earlier gateway died, its row still queued)
+  // is taken up from the journal alone.
+  void take_up_executions(const std::vector<std::string>& stored,
+                          std::function<bool(const std::string& msg_id)> recorded);
 
   // A warm pool's kernel becomes `owner`'s: restarts launch it with `env`
   // merged in, and `owns_sandbox` says whether its sandbox ends with it. The
@@ -246,6 +251,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
     bool journal_read = false;
   };
   std::unordered_map<std::string, taken_up_execution> taken_up_;
+  // Set on a re-attach until the journal is read (take_up_executions).
+  std::function<bool(const std::string& msg_id)> recorded_;
   std::string running_execute_;                    // the execute the kernel is busy with, if tracked
   std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
   boost::asio::steady_timer execution_timer_;

@@ -297,7 +297,14 @@ void kernel_manager::restore() {
     auto k = std::make_shared<kernel>(io_, zmq_, std::move(opts), box->box);
     adopt(k, *box);
     try {
-      k->take_up_executions(registry_.running_executions(row.id));
+      k->take_up_executions(registry_.running_executions(row.id),
+                            [this, id = row.id](const std::string& msg_id) {
+                              try {
+                                return registry_.execution(id, msg_id).has_value();
+                              } catch (const std::exception&) {
+                                return true;  // unreadable: take nothing up twice
+                              }
+                            });
     } catch (const std::exception& e) {
       log::error("registry_read_failed", {{"error", e.what()}});
     }

@@ -47,11 +47,13 @@ std::vector<protocol::journal_record> read_journal_file(const std::filesystem::p
 
 }  // namespace
 
-void kernel::take_up_executions(const std::vector<std::string>& stored) {
+void kernel::take_up_executions(const std::vector<std::string>& stored,
+                                std::function<bool(const std::string& msg_id)> recorded) {
   for (const auto& text : stored) {
     if (auto r = executions_.restore(nlohmann::json::parse(text, nullptr, false)))
       taken_up_.emplace(r->msg_id, taken_up_execution{});
   }
+  recorded_ = std::move(recorded);
 }
 
 bool kernel::record_taken_up(const protocol::message& msg, std::string_view status) {
@@ -68,20 +70,43 @@ bool kernel::record_taken_up(const protocol::message& msg, std::string_view stat
 }
 
 void kernel::replay_journal() {
+  const auto recorded = std::exchange(recorded_, nullptr);
   const auto base = box_->run_dir_host() / file_name_;
-  const auto journal =
+  auto journal =
       protocol::merge_journals(read_journal_file(base.string() + ".journal.0", opts_.limits.journal_bytes),
                                read_journal_file(base.string() + ".journal.1", opts_.limits.journal_bytes));
-  std::unordered_set<std::string> began;  // executions whose first messages are in the journal
-  std::size_t used = 0;
-  for (auto rec : journal) {
+  std::vector<protocol::message> messages;
+  messages.reserve(journal.size());
+  for (auto& rec : journal) {
     protocol::message msg;
-    if (protocol::decode(std::move(rec.frames), signer_, msg)) continue;  // not signed with its key
+    if (!protocol::decode(std::move(rec.frames), signer_, msg)) messages.push_back(std::move(msg));
+  }  // what is not signed with the kernel's key is left out
+  // An execute the journal shows beginning (its execute_input: a cell, not
+  // the gateway's silent ones) that no record tells of: its running row was
+  // still queued when the earlier gateway died.
+  std::size_t discovered = 0;
+  std::unordered_set<std::string> began;  // executions whose first messages are in the journal
+  for (const auto& msg : messages) {
+    const auto& msg_id = msg.parent.msg_id;
+    const bool input = msg.msg_type() == "execute_input";
+    if (input || execution_state_of(msg) == "busy") began.insert(msg_id);
+    if (!input || msg_id.empty() || taken_up_.count(msg_id) || executions_.find(msg_id) ||
+        (recorded && recorded(msg_id)))
+      continue;
+    auto r = executions_.begin(msg_id);
+    r->reply_lost = true;  // the execute_reply went to the gateway that sent it
+    taken_up_.emplace(msg_id, taken_up_execution{});
+    ++discovered;
+  }
+  // Without its beginning (no journal, or it rolled over) a record lacks
+  // what came before the restart, and says so before it can end.
+  for (const auto& [msg_id, t] : taken_up_)
+    if (auto r = executions_.find(msg_id); r && !began.count(msg_id)) r->truncated = true;
+  std::size_t used = 0;
+  for (const auto& msg : messages) {
     auto it = taken_up_.find(msg.parent.msg_id);
     if (it == taken_up_.end() || !it->second.counted.insert(msg.msg_id()).second) continue;
-    const std::string status = execution_state_of(msg);
-    if (status == "busy" || msg.msg_type() == "execute_input") began.insert(it->first);
-    record(channel::iopub, msg, status);
+    record(channel::iopub, msg, execution_state_of(msg));
     ++used;
   }
   for (auto it = taken_up_.begin(); it != taken_up_.end();) {
@@ -91,9 +116,6 @@ void kernel::replay_journal() {
       if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, execution_state_of(msg));
     t.held.clear();
     auto r = executions_.find(it->first);
-    // Without its beginning (no journal, or it rolled over) the record
-    // lacks what came before the restart, and says so.
-    if (r && !began.count(it->first)) r->truncated = true;
     if (r && !r->done()) {
       state_ = "busy";
       track_execution(it->first, "busy");  // the time limit counts from the execution's start
@@ -105,6 +127,7 @@ void kernel::replay_journal() {
   log::info("executions_taken_up", {{"kernel_id", id()},
                                     {"journal_messages", std::to_string(journal.size())},
                                     {"used", std::to_string(used)},
+                                    {"found_in_journal", std::to_string(discovered)},
                                     {"still_running", std::to_string(taken_up_.size())}});
 }
 

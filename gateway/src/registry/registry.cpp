@@ -158,17 +158,16 @@ void registry::start_writer(const fs::path& path, std::chrono::milliseconds batc
 
 void registry::put_execution(const std::string& kernel_id, const std::string& msg_id, std::string record,
                              bool running) {
-  bool wake = false;
+  bool was_empty = false;
   {
     std::lock_guard lock(mutex_);
-    if (queue_.empty()) oldest_queued_ = std::chrono::steady_clock::now();
-    // The writer waits for a first record, then for its batch window: later
-    // ones need not wake it, unless the first running one shortens the window.
-    wake = queue_.empty() || (running && !running_queued_);
-    running_queued_ = running_queued_ || running;
+    was_empty = queue_.empty();
+    if (was_empty) oldest_queued_ = std::chrono::steady_clock::now();
     queue_.push_back({kernel_id, msg_id, std::move(record), running});
   }
-  if (wake) wake_.notify_one();
+  // The writer waits for a first record, then for its batch window: later
+  // ones need not wake it.
+  if (was_empty) wake_.notify_one();
 }
 
 void registry::flush() {
@@ -191,15 +190,9 @@ void registry::write_executions() {
     if (queue_.empty() && stopping_) return;
     // Let what comes within the window (an execution's end soon after its
     // start, the next execution) join this transaction.
-    while (!stopping_ && flushing_ == 0) {
-      const auto due =
-          oldest_queued_ + (running_queued_ ? std::min(batch_window_, running_batch_window) : batch_window_);
-      if (std::chrono::steady_clock::now() >= due) break;
-      wake_.wait_until(lock, due);
-    }
+    wake_.wait_until(lock, oldest_queued_ + batch_window_, [this] { return stopping_ || flushing_ > 0; });
     std::deque<pending_execution> batch;
     batch.swap(queue_);
-    running_queued_ = false;
     in_flight_ = batch.size();
     lock.unlock();
     const std::size_t written = write_batch(batch);

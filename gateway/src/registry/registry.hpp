@@ -47,7 +47,7 @@ class registry {
   // happened is in `notice()`. Throws when no database can be made.
   // `execution_batch_window`: how long the writer waits after a record is
   // queued for more to join it in one transaction (flush() and the stop
-  // cut it short; a running record shortens it to 1 ms).
+  // cut it short).
   static constexpr std::chrono::milliseconds default_execution_batch_window{5};
   static std::unique_ptr<registry> open(
       const std::filesystem::path& path,
@@ -125,11 +125,6 @@ class registry {
   std::condition_variable wake_, written_;
   std::deque<pending_execution> queue_;
   std::chrono::steady_clock::time_point oldest_queued_;
-  // A running record is what a restarted gateway takes an execution up
-  // from, and its client may already see output: a batch that holds one is
-  // written within running_batch_window, not the whole batch window.
-  static constexpr std::chrono::milliseconds running_batch_window{1};
-  bool running_queued_ = false;
   std::size_t in_flight_ = 0;
   int flushing_ = 0;  // callers waiting in flush()
   bool stopping_ = false;
