@@ -31,31 +31,41 @@ std::uint64_t read_u64_le(std::string_view data, std::size_t pos) noexcept {
 
 }  // namespace
 
-std::string encode_v1(channel c, const message& m) {
+std::string encode_v1_head(channel c, const message& m) {
   const std::string_view name = to_string(c);
-  const std::string_view fixed_parts[] = {name, m.header, m.parent_header, m.metadata, m.content};
-  const std::size_t count = std::size(fixed_parts) + m.buffers.size() + 1;
-  std::size_t total = 8 * (1 + count);
-  for (const auto part : fixed_parts)
-    total += part.size();
-  for (const auto& b : m.buffers)
-    total += b.size();
+  const std::string_view head_parts[] = {name, m.header, m.parent_header, m.metadata};
+  const std::size_t count = std::size(head_parts) + 1 + m.buffers.size() + 1;
+  std::size_t head_size = 8 * (1 + count);
+  for (const auto part : head_parts)
+    head_size += part.size();
 
   std::string out;
-  out.reserve(total);
+  out.reserve(head_size);
   append_u64_le(out, count);
   std::uint64_t offset = 8 * (1 + count);
   append_u64_le(out, offset);
-  for (const auto part : fixed_parts) {
+  for (const auto part : head_parts) {
     offset += part.size();
     append_u64_le(out, offset);
   }
+  offset += m.content.size();
+  append_u64_le(out, offset);
   for (const auto& b : m.buffers) {
     offset += b.size();
     append_u64_le(out, offset);
   }
-  for (const auto part : fixed_parts)
+  for (const auto part : head_parts)
     out += part;
+  return out;
+}
+
+std::string encode_v1(channel c, const message& m) {
+  std::string out = encode_v1_head(c, m);
+  std::size_t total = out.size() + m.content.size();
+  for (const auto& b : m.buffers)
+    total += b.size();
+  out.reserve(total);
+  out += m.content;
   for (const auto& b : m.buffers)
     out += b;
   return out;

@@ -5,14 +5,19 @@ namespace sandgate::gateway {
 std::shared_ptr<const encoded_frame> outgoing::legacy() {
   if (!legacy_) {
     auto frame = protocol::encode_legacy(channel_, msg_);
-    legacy_ = std::make_shared<const encoded_frame>(encoded_frame{std::move(frame.data), frame.binary});
+    legacy_ = std::make_shared<const encoded_frame>(encoded_frame{std::move(frame.data), {}, frame.binary});
   }
   return legacy_;
 }
 
 std::shared_ptr<const encoded_frame> outgoing::v1() {
-  if (!v1_)
-    v1_ = std::make_shared<const encoded_frame>(encoded_frame{protocol::encode_v1(channel_, msg_), true});
+  if (!v1_) {
+    // The content and buffers (most of a large message) are not copied.
+    encoded_frame frame{protocol::encode_v1_head(channel_, msg_), {msg_.content}, true};
+    for (const auto& b : msg_.buffers)
+      frame.tail.emplace_back(b);
+    v1_ = std::make_shared<const encoded_frame>(std::move(frame));
+  }
   return v1_;
 }
 

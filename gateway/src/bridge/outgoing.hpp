@@ -8,12 +8,24 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace sandgate::gateway {
 
+// A WebSocket message: `data`, then `tail`, parts of the outgoing's message
+// sent from where they are (valid while the outgoing lives).
 struct encoded_frame {
   std::string data;
+  std::vector<std::string_view> tail;
   bool binary = false;
+
+  [[nodiscard]] std::size_t size() const noexcept {
+    std::size_t n = data.size();
+    for (const auto part : tail)
+      n += part.size();
+    return n;
+  }
 };
 
 class outgoing {

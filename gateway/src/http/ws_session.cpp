@@ -134,7 +134,7 @@ template <class Stream>
 void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   if (!open_ || closing_) return;
   auto frame = v1_ ? out->v1() : out->legacy();
-  queued_bytes_ += frame->data.size();
+  queued_bytes_ += frame->size();
   peak_queued_bytes_ = std::max(peak_queued_bytes_, queued_bytes_);
   queue_.push_back({out, std::move(frame)});
   if (queued_bytes_ > limits_.hold_bytes && !holding_) hold_kernel();
@@ -151,24 +151,29 @@ void ws_session<Stream>::do_write() {
     return;
   }
   writing_ = true;
-  in_flight_ = queue_.front().frame;  // outlives the queue entry if the client ends meanwhile
-  ws_.binary(in_flight_->binary);
-  ws_.async_write(
-      boost::asio::buffer(in_flight_->data),
-      [self = this->shared_from_this()](beast::error_code ec, std::size_t n) { self->on_write(ec, n); });
+  in_flight_ = queue_.front();
+  const auto& frame = *in_flight_.frame;
+  in_flight_buffers_.clear();
+  in_flight_buffers_.emplace_back(frame.data.data(), frame.data.size());
+  for (const auto part : frame.tail)
+    in_flight_buffers_.emplace_back(part.data(), part.size());
+  ws_.binary(frame.binary);
+  ws_.async_write(in_flight_buffers_, [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+    self->on_write(ec, n);
+  });
 }
 
 template <class Stream>
 void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
-  in_flight_.reset();
+  in_flight_ = {};
   if (ec) return end();
   if (ended_) {
     if (closing_) do_close();
     return;
   }
   ++writes_;
-  queued_bytes_ -= queue_.front().frame->data.size();
+  queued_bytes_ -= queue_.front().frame->size();
   queue_.pop_front();
   if (holding_ && queued_bytes_ <= limits_.hold_bytes / 4) release_kernel();
   if (queue_.empty() && peak_queued_bytes_ > trim_threshold_bytes) {

@@ -99,7 +99,8 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   std::deque<queued> queue_;
   std::size_t queued_bytes_ = 0;
   std::size_t peak_queued_bytes_ = 0;  // since the queue was last empty
-  std::shared_ptr<const encoded_frame> in_flight_;
+  queued in_flight_;                   // outlives the queue entry if the client ends meanwhile
+  std::vector<boost::asio::const_buffer> in_flight_buffers_;
   bool open_ = false;
   bool writing_ = false;
   bool closing_ = false;

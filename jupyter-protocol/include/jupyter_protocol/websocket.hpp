@@ -36,6 +36,10 @@ struct ws_frame {
 
 // v1.kernel.websocket.jupyter.org.
 [[nodiscard]] std::string encode_v1(channel c, const message& m);
+// The frame of encode_v1 up to the content: the offsets, channel, header,
+// parent_header and metadata. m.content and then m.buffers follow it
+// unchanged, so a writer can send them from where they are.
+[[nodiscard]] std::string encode_v1_head(channel c, const message& m);
 [[nodiscard]] std::error_code decode_v1(std::string_view data, channel& c, message& out);
 
 }  // namespace sandgate::protocol
