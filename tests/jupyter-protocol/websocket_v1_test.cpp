@@ -26,6 +26,11 @@ TEST(websocket_v1, encodes_as_jupyter_server_does_and_decodes_back) {
     message m;
     ASSERT_FALSE(decode(std::move(frames), signer{g.key}, m));
     EXPECT_EQ(encode_v1(*parse_channel(g.channel), m), g.v1);
+    // The head, then the content and buffers as they are: the same bytes.
+    std::string gathered = encode_v1_head(*parse_channel(g.channel), m) + m.content;
+    for (const auto& b : m.buffers)
+      gathered += b;
+    EXPECT_EQ(gathered, g.v1);
 
     channel c = channel::hb;
     message back;
