@@ -36,13 +36,21 @@ class scanner {
     std::string stack;  // '{' or '[' per open container
     std::string_view key;
     bool key_escaped = false;
+    // The top-level member whose value is being scanned, for on_value.
+    const char* member_value = nullptr;
+    std::string_view member_key_text;
+    bool member_key_escaped = false;
     for (;;) {
       // Expect a value at p_.
       skip_ws();
       if (p_ == end_) return false;
       const char c = *p_;
-      if (sink_ != nullptr && c != '"' && stack.size() == 1 && stack[0] == '{')
-        sink_->on_other(key, key_escaped);
+      if (sink_ != nullptr && stack.size() == 1 && stack[0] == '{') {
+        member_value = p_;
+        member_key_text = key;
+        member_key_escaped = key_escaped;
+        if (c != '"') sink_->on_other(key, key_escaped);
+      }
       if (c == '{' || c == '[') {
         ++p_;
         stack.push_back(c);
@@ -83,6 +91,11 @@ class scanner {
       // After a value: close containers or move to the next element.
       for (;;) {
         if (stack.empty()) return true;
+        if (member_value != nullptr && stack.size() == 1) {
+          sink_->on_value(member_key_text, member_key_escaped,
+                          std::string_view(member_value, static_cast<std::size_t>(p_ - member_value)));
+          member_value = nullptr;
+        }
         skip_ws();
         if (p_ == end_) return false;
         const char close = stack.back() == '{' ? '}' : ']';

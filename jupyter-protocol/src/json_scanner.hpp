@@ -26,6 +26,9 @@ class top_level_strings {
   // A top-level member whose value is a number, after on_other; `number`
   // is its text as validated.
   virtual void on_number(std::string_view /*key*/, bool /*key_escaped*/, std::string_view /*number*/) {}
+  // Every top-level member once its value is scanned, whatever its type;
+  // `value` is the value's whole text as validated (a string with its quotes).
+  virtual void on_value(std::string_view /*key*/, bool /*key_escaped*/, std::string_view /*value*/) {}
 
  protected:
   ~top_level_strings() = default;

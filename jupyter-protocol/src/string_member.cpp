@@ -68,6 +68,10 @@ class members_sink final : public detail::top_level_strings {
     }
   }
 
+  void on_value(std::string_view key, bool key_escaped, std::string_view value) override {
+    if (json_member* m = find(key, key_escaped)) m->raw = value;
+  }
+
   void on_number(std::string_view key, bool key_escaped, std::string_view number) override {
     json_member* m = find(key, key_escaped);
     if (m == nullptr || number.find_first_of(".eE") != std::string_view::npos) return;
@@ -98,6 +102,7 @@ bool read_members(std::string_view json, std::span<json_member> members) {
     for (auto& m : members) {
       m.string.reset();
       m.integer.reset();
+      m.raw.reset();
     }
   };
   clear();

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <string_view>
 
 using namespace sandgate::protocol;
@@ -35,6 +37,18 @@ void check_same(const message& a, const message& b) {
         a.head.msg_type == b.head.msg_type && a.parent.msg_id == b.parent.msg_id);
 }
 
+// Every top-level member's value text, the last of repeated keys.
+class member_values final : public detail::top_level_strings {
+ public:
+  void on_string(std::string_view, bool, std::string_view, bool) override {}
+  void on_value(std::string_view key, bool key_escaped, std::string_view value) override {
+    std::string k(key);
+    if (key_escaped) detail::unescape_json_string(key, k);
+    values[k] = value;
+  }
+  std::map<std::string, std::string_view> values;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -46,7 +60,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto root = detail::scan_json(frame);
     check((root != detail::json_root::invalid) == nlohmann::json::accept(frame));
     if (root != detail::json_root::invalid) {
-      check((root == detail::json_root::object) == nlohmann::json::parse(frame).is_object());
+      const auto doc = nlohmann::json::parse(frame);
+      check((root == detail::json_root::object) == doc.is_object());
+      if (doc.is_object()) {  // each member's value text is that member
+        member_values members;
+        check(detail::scan_json(frame, &members) == detail::json_root::object);
+        check(members.values.size() == doc.size());
+        for (const auto& [key, value] : members.values)
+          check(doc.contains(key) && nlohmann::json::parse(value) == doc[key]);
+      }
     }
   }
 

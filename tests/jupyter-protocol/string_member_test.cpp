@@ -81,8 +81,7 @@ TEST(string_member, agrees_with_a_parsed_document) {
 }
 
 TEST(read_members, reads_strings_and_integers_in_one_pass) {
-  std::array<json_member, 4> m{
-      {{"status", {}, {}}, {"execution_count", {}, {}}, {"name", {}, {}}, {"x", {}, {}}}};
+  std::array<json_member, 4> m{{{"status"}, {"execution_count"}, {"name"}, {"x"}}};
   ASSERT_TRUE(read_members(R"({"status":"ok","execution_count":-42,"user_expressions":{"a":[1,"b"]},)"
                            R"("na\u006de":"std\u006fut"})",
                            m));
@@ -96,7 +95,7 @@ TEST(read_members, reads_strings_and_integers_in_one_pass) {
 }
 
 TEST(read_members, takes_only_integers_that_fit_and_the_last_of_repeated_keys) {
-  std::array<json_member, 1> m{{{"n", {}, {}}}};
+  std::array<json_member, 1> m{{{"n"}}};
   for (const char* text : {R"({"n":1.0})", R"({"n":1e2})", R"({"n":99999999999999999999})", R"({"n":null})",
                            R"({"n":[1]})", R"({"n":1,"n":"one","n":true})"}) {
     ASSERT_TRUE(read_members(text, m)) << text;
@@ -112,12 +111,45 @@ TEST(read_members, takes_only_integers_that_fit_and_the_last_of_repeated_keys) {
 }
 
 TEST(read_members, an_invalid_text_or_a_non_object_sets_nothing) {
-  std::array<json_member, 1> m{{{"n", {}, {}}}};
+  std::array<json_member, 1> m{{{"n"}}};
   for (const char* text : {R"({"n":3,})", R"({"n":3)", R"([{"n":3}])", "3", R"({"n":"\xff"})", ""}) {
     EXPECT_FALSE(read_members(text, m)) << text;
     EXPECT_EQ(m[0].integer, std::nullopt) << text;
     EXPECT_EQ(m[0].string, std::nullopt) << text;
   }
+}
+
+TEST(read_members, gives_each_members_value_text_whatever_its_type) {
+  std::array<json_member, 6> m{{{"data"}, {"metadata"}, {"s"}, {"n"}, {"t"}, {"missing"}}};
+  const std::string text =
+      R"({ "data" : {"text/plain":"1","x":[{"data":2}]} , "metadata":{},"s":"a\"b","n":-1.5e3,"t":true })";
+  ASSERT_TRUE(read_members(text, m));
+  EXPECT_EQ(m[0].raw, R"({"text/plain":"1","x":[{"data":2}]})");
+  EXPECT_EQ(m[1].raw, "{}");
+  EXPECT_EQ(m[2].raw, R"("a\"b")");
+  EXPECT_EQ(m[3].raw, "-1.5e3");
+  EXPECT_EQ(m[4].raw, "true");
+  EXPECT_EQ(m[5].raw, std::nullopt);
+  // The text is a view into what was read.
+  EXPECT_GE(m[0].raw->data(), text.data());
+  EXPECT_LE(m[0].raw->data() + m[0].raw->size(), text.data() + text.size());
+}
+
+TEST(read_members, the_value_text_parses_to_what_a_document_holds_and_the_last_repeat_wins) {
+  std::array<json_member, 2> m{{{"a"}, {"b"}}};
+  for (const std::string text :
+       {R"({"a":[],"b":[[[]],{"a":{}}]})", R"({"a":1,"a":{"k":"v"},"b":null})", R"({"\u0061":"esc","b":0})",
+        R"({"b":"\ud83d\ude00","a":[1,2,{"b":[3]}]})", "{\"a\":\n{\n}\n,\"b\":\t\"x\"\n}"}) {
+    ASSERT_TRUE(read_members(text, m)) << text;
+    const auto doc = nlohmann::json::parse(text);
+    for (const auto& member : m) {
+      ASSERT_TRUE(member.raw.has_value()) << text << " " << member.key;
+      EXPECT_EQ(nlohmann::json::parse(*member.raw), doc.at(std::string(member.key))) << text;
+    }
+  }
+  // Nothing is set for an invalid text, even members met before the fault.
+  EXPECT_FALSE(read_members(R"({"a":{},"b":)", m));
+  EXPECT_EQ(m[0].raw, std::nullopt);
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ void router::execute_code(context& ctx, const std::string& id) {
               bytes = static_cast<std::uint64_t>(code.size())](const execution_record& r) {
                execution_audit_->amend(kernel_id, r.msg_id, self->who.name, digest, bytes);
                auto res = self->json(http::status::ok, json::object());
-               res.body() = r.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+               res.body() = r.to_json();
                self->reply(std::move(res));
              });
 }
@@ -254,7 +254,7 @@ void router::get_execution(context& ctx, const std::string& id, const std::strin
   if (!k) return;
   auto res = ctx.json(http::status::ok, json::object());
   if (auto r = k->execution(msg_id))
-    res.body() = r->to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+    res.body() = r->to_json();
   else if (auto stored = kernels_.stored_execution(id, msg_id))
     res.body() = std::move(*stored);
   else

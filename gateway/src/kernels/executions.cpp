@@ -28,31 +28,56 @@ json error_of(const json& content) {
               {"traceback", content.value("traceback", json::array())}};
 }
 
+// Whether a stream message is stderr's. Kernels write the name first
+// ({"name":"stdout","text":...}), which saves reading the text just for the
+// name; any other form is read whole.
+bool is_stderr(std::string_view stream_content) {
+  constexpr std::string_view out = R"({"name":"stdout",)";
+  constexpr std::string_view err = R"({"name":"stderr",)";
+  if (stream_content.starts_with(out)) return false;
+  if (stream_content.starts_with(err)) return true;
+  return protocol::string_member(stream_content, "name") == "stderr";
+}
+
 }  // namespace
 
-json execution_record::to_json() const {
+std::string execution_record::to_json() const {
+  return json_text(json::object());
+}
+
+std::string execution_record::to_stored_json() const {
+  return json_text(
+      {{"started_us",
+        std::chrono::duration_cast<std::chrono::microseconds>(started.time_since_epoch()).count()},
+       {"timeout_ms", timeout ? json(timeout->count()) : json(nullptr)}});
+}
+
+std::string execution_record::json_text(json members) const {
   const auto end = finished.value_or(std::chrono::steady_clock::now());
-  return {
+  members.update(json{
       {"msg_id", msg_id},
       {"status", status},
       {"execution_count", execution_count ? json(*execution_count) : json(nullptr)},
       {"stdout", stdout_text},
       {"stderr", stderr_text},
       {"result", result ? json(*result) : json(nullptr)},
-      {"outputs", outputs},
       {"error", error ? *error : json(nullptr)},
       {"timed_out", timed_out},
       {"kernel_restarted", kernel_restarted},
       {"truncated", truncated},
       {"started", protocol::iso8601(started)},
-      {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(end - started_steady).count()}};
-}
-
-json execution_record::to_stored_json() const {
-  json j = to_json();
-  j["started_us"] = std::chrono::duration_cast<std::chrono::microseconds>(started.time_since_epoch()).count();
-  j["timeout_ms"] = timeout ? json(timeout->count()) : json(nullptr);
-  return j;
+      {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(end - started_steady).count()}});
+  std::string text = members.dump(-1, ' ', false, json::error_handler_t::replace);
+  // The outputs go in as the kernel's text: a non-empty object's last '}'
+  // gives way to one more member.
+  text.pop_back();
+  text += R"(,"outputs":[)";
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (i > 0) text += ',';
+    text += outputs[i];
+  }
+  text += "]}";
+  return text;
 }
 
 std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id,
@@ -118,7 +143,7 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
   const std::size_t before = r.bytes;
   if (ch == protocol::channel::shell && type == "execute_reply") {
     // Read without a document; only an error's details need one.
-    std::array<protocol::json_member, 2> m{{{"execution_count", {}, {}}, {"status", {}, {}}}};
+    std::array<protocol::json_member, 2> m{{{"execution_count"}, {"status"}}};
     if (protocol::read_members(msg.content, m)) {
       if (m[0].integer) r.execution_count = *m[0].integer;
       const std::string reply_status = m[1].string.value_or("error");
@@ -134,16 +159,20 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       if (status == "idle") r.idle = true;
     } else if (type == "execute_input") {
       if (r.code_from.empty()) digest_code(r, msg.content, "kernel");
+      // The reply says it again; a record taken up after a restart has no reply.
+      if (!r.execution_count) {
+        std::array<protocol::json_member, 1> count{{{"execution_count"}}};
+        if (protocol::read_members(msg.content, count)) r.execution_count = count[0].integer;
+      }
     } else if (type == "stream") {
-      std::array<protocol::json_member, 2> m{{{"name", {}, {}}, {"text", {}, {}}}};
+      std::array<protocol::json_member, 2> m{{{"name"}, {"text"}}};
       const auto full = [&](const std::string& text) { return text.size() >= limits_.max_stream_bytes; };
       // Text for a stream that is already full is not even read; with both
       // full, neither is the name.
       if (full(r.stdout_text) && full(r.stderr_text)) {
         r.truncated = true;
       } else if ((full(r.stdout_text) || full(r.stderr_text)) &&
-                 full(protocol::string_member(msg.content, "name") == "stderr" ? r.stderr_text
-                                                                               : r.stdout_text)) {
+                 full(is_stderr(msg.content) ? r.stderr_text : r.stdout_text)) {
         r.truncated = true;
       } else if (protocol::read_members(msg.content, m) && m[1].string) {
         auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;
@@ -157,20 +186,17 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       if (r.bytes + msg.content.size() > limits_.max_output_bytes) {
         r.truncated = true;
       } else {
-        auto content = json::parse(msg.content, nullptr, false);
-        if (content.is_object()) {
-          // The content is ours: its bundles move into the record.
-          auto take = [&content](const char* key) {
-            auto member = content.find(key);
-            return member == content.end() ? json::object() : std::move(*member);
-          };
-          json out = {{"output_type", type}, {"data", take("data")}, {"metadata", take("metadata")}};
+        std::array<protocol::json_member, 2> m{{{"data"}, {"metadata"}}};
+        if (protocol::read_members(msg.content, m)) {
+          // data and metadata as the kernel wrote them (valid JSON: read_members checked).
+          const std::string_view data = m[0].raw.value_or("{}");
+          const std::string_view metadata = m[1].raw.value_or("{}");
+          std::string out = R"({"output_type":")";
+          out.reserve(out.size() + type.size() + data.size() + metadata.size() + 32);
+          out.append(type).append(R"(","data":)").append(data).append(R"(,"metadata":)").append(metadata) +=
+              '}';
           if (type == "execute_result") {
-            const auto& data = out["data"];
-            if (data.is_object()) {
-              auto plain = data.find("text/plain");
-              if (plain != data.end() && plain->is_string()) r.result = plain->get<std::string>();
-            }
+            if (auto plain = protocol::string_member(data, "text/plain")) r.result = std::move(*plain);
           }
           r.outputs.push_back(std::move(out));
           r.bytes += msg.content.size();

@@ -30,9 +30,12 @@ struct execution_record {
   std::optional<long long> execution_count;
   std::string stdout_text;
   std::string stderr_text;
-  std::optional<std::string> result;                 // the execute_result's text/plain, if there was one
-  nlohmann::json outputs = nlohmann::json::array();  // display_data / execute_result bundles
-  std::optional<nlohmann::json> error;               // {ename, evalue, traceback}
+  std::optional<std::string> result;  // the execute_result's text/plain, if there was one
+  // display_data / execute_result / update_display_data bundles, each the
+  // JSON text {"output_type", "data", "metadata"} whose data and metadata
+  // are the kernel's own text, validated but never parsed into a document.
+  std::vector<std::string> outputs;
+  std::optional<nlohmann::json> error;  // {ename, evalue, traceback}
   bool timed_out = false;
   bool kernel_restarted = false;
   bool truncated = false;  // output past the record's limits was dropped
@@ -56,10 +59,15 @@ struct execution_record {
   std::string code_from;
 
   [[nodiscard]] bool done() const noexcept { return finished.has_value(); }
-  [[nodiscard]] nlohmann::json to_json() const;
+  // The record as the API shows it, JSON text (invalid UTF-8 in the
+  // streams replaced).
+  [[nodiscard]] std::string to_json() const;
   // What a restarted gateway needs to take up a running record: to_json()
   // plus the exact start time and the timeout.
-  [[nodiscard]] nlohmann::json to_stored_json() const;
+  [[nodiscard]] std::string to_stored_json() const;
+
+ private:
+  [[nodiscard]] std::string json_text(nlohmann::json members) const;
 };
 
 // What one kernel's log keeps in memory. A finished record also goes to the

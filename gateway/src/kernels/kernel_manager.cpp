@@ -103,12 +103,11 @@ void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box)
   kernels_.emplace(k->id(), k);
   box.kernels.insert(k->id());
   k->on_execution_finished([this, id = k->id()](const execution_record& r) {
-    registry_.put_execution(id, r.msg_id,
-                            r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    registry_.put_execution(id, r.msg_id, r.to_json());
   });
   // Marked running until it ends, for a gateway that restarts meanwhile.
   k->on_execution_started([this, id = k->id()](const execution_record& r) {
-    registry_.put_execution(id, r.msg_id, r.to_stored_json().dump(), true);
+    registry_.put_execution(id, r.msg_id, r.to_stored_json(), true);
   });
 }
 

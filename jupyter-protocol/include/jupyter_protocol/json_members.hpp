@@ -12,11 +12,15 @@
 namespace sandgate::protocol {
 
 // A top-level member for read_members to fill: its value when a string
-// (unescaped) or an integer that fits in 64 bits, else neither.
+// (unescaped) or an integer that fits in 64 bits, else neither; and its
+// value's JSON text whatever its type (a view into the text read).
 struct json_member {
+  json_member(std::string_view k) : key(k) {}  // NOLINT: {"key"} in a list reads best
+
   std::string_view key;
   std::optional<std::string> string;
   std::optional<std::int64_t> integer;
+  std::optional<std::string_view> raw;
 };
 
 // string_member for several keys, integers too, in one validating pass;

@@ -59,9 +59,10 @@ TEST(execution_log, an_error_reply_stderr_and_displays_are_recorded) {
   EXPECT_EQ(r->execution_count, 7);
   EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn\n");
   EXPECT_EQ(r->stdout_text, "out");
+  // The bundles are the kernel's own text.
   EXPECT_EQ(r->outputs,
-            nlohmann::json::parse(
-                R"([{"output_type":"display_data","data":{"image/png":"AA=="},"metadata":{"w":1}}])"));
+            std::vector<std::string>{
+                R"({"output_type":"display_data","data":{"image/png":"AA=="},"metadata":{"w":1}})"});
   EXPECT_EQ(r->result, std::nullopt);
   EXPECT_EQ(r->error, nlohmann::json::parse(
                           R"({"ename":"ZeroDivisionError","evalue":"division by zero","traceback":["tb"]})"));
@@ -96,10 +97,60 @@ TEST(execution_log, streams_are_capped_and_marked_truncated) {
   log.on_message(channel::iopub, child_of("e1", "stream", R"({"text":"w\u00e4rn","name":"stderr"})"), "");
   EXPECT_EQ(r->stdout_text, "0123456789");
   EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":"again"})"), "");
+  EXPECT_EQ(r->stdout_text, "0123456789");
   log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stderr","text":"0123456789"})"), "");
   log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stderr","text":"x"})"), "");
   EXPECT_EQ(r->stderr_text, "w\xc3\xa4rn01234");
   EXPECT_EQ(r->bytes, 20u);
+}
+
+TEST(execution_log, a_record_as_json_carries_the_kernels_bundles_and_a_stored_one_its_start_and_limit) {
+  execution_log log;
+  log.begin("e1", {}, "alice", std::chrono::milliseconds(1500));
+  // Member order and spacing as the kernel wrote them; a repeated key's last value counts.
+  const std::string data = R"({"text/plain" : "'x'", "text/html":"<b>x</b>"})";
+  log.on_message(channel::iopub,
+                 child_of("e1", "execute_result",
+                          R"({"data":{"text/plain":"old"},"execution_count":1,"data":)" + data +
+                              R"(,"metadata":{"n":[1,2.50]}})"),
+                 "");
+  log.on_message(channel::iopub, child_of("e1", "stream", R"({"name":"stdout","text":"\u00e9\n"})"), "");
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result, "'x'");
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0],
+            R"({"output_type":"execute_result","data":)" + data + R"(,"metadata":{"n":[1,2.50]}})");
+  const auto j = nlohmann::json::parse(r->to_json());
+  EXPECT_EQ(j["msg_id"], "e1");
+  EXPECT_EQ(j["status"], "running");
+  EXPECT_EQ(j["result"], "'x'");
+  EXPECT_EQ(j["stdout"], "\xc3\xa9\n");
+  EXPECT_EQ(j["outputs"], nlohmann::json::parse(R"([{"output_type":"execute_result","data":)" + data +
+                                                R"(,"metadata":{"n":[1,2.5]}}])"));
+  EXPECT_FALSE(j.contains("started_us"));
+  const auto stored = nlohmann::json::parse(r->to_stored_json());
+  EXPECT_EQ(stored["timeout_ms"], 1500);
+  EXPECT_EQ(stored["outputs"], j["outputs"]);
+  // What restore() needs is there: a record taken up from it has the start and the limit.
+  execution_log after;
+  const auto taken = after.restore(stored);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->started, std::chrono::time_point_cast<std::chrono::microseconds>(r->started));
+  EXPECT_EQ(taken->timeout, std::chrono::milliseconds(1500));
+}
+
+TEST(execution_log, a_record_without_a_reply_takes_its_count_from_the_execute_input) {
+  execution_log log;
+  log.begin("e1");
+  log.on_message(channel::iopub, child_of("e1", "execute_input", R"({"code":"1","execution_count":12})"), "");
+  const auto r = log.find("e1");
+  EXPECT_EQ(r->execution_count, 12);
+  EXPECT_EQ(r->code_from, "kernel");  // begin() had no request content
+  log.on_message(channel::shell, child_of("e1", "execute_reply", R"({"status":"ok","execution_count":13})"),
+                 "");
+  EXPECT_EQ(r->execution_count, 13) << "the reply has the last word";
 }
 
 // Begins a record and ends it as an ok execute does: reply, then idle.
