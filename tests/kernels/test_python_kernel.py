@@ -1,6 +1,7 @@
 """sandgate-python through jupyter_client: state, interrupts, errors, rich output."""
 
 import base64
+import datetime
 import os
 import signal
 import struct
@@ -20,6 +21,19 @@ class PythonKernelTest(KernelTestCase):
         info = self.kernel.request(self.kernel.client.kernel_info)
         self.assertEqual(info["language_info"]["name"], "python", info)
         self.assertEqual(info["implementation"], "sandgate-python", info)
+
+    def test_message_dates_are_in_order_and_within_the_cell(self):
+        # Dates with unpadded microseconds (".13694" for 0.013694 s) read back
+        # and forth within a second; the kernel writes six digits.
+        before = datetime.datetime.now(datetime.timezone.utc)
+        cell = self.kernel.run("import time\nfor i in range(40):\n    print(i, flush=True)\n    time.sleep(0.007)")
+        after = datetime.datetime.now(datetime.timezone.utc)
+        self.assertOk(cell)
+        dates = [m["header"]["date"] for m in cell.iopub]
+        self.assertGreater(len(dates), 40)
+        self.assertEqual(dates, sorted(dates), dates)
+        self.assertGreaterEqual(dates[0], before - datetime.timedelta(milliseconds=1))
+        self.assertLessEqual(dates[-1], after)
 
     def test_state_persists_across_cells(self):
         self.assertOk(self.kernel.run("import math\nstate_value = 41"))
