@@ -45,6 +45,46 @@ std::string iso8601(std::chrono::system_clock::time_point now) {
   return std::string(text.data(), static_cast<std::size_t>(n));
 }
 
+std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text) {
+  // strptime wants a terminated string; a date is short.
+  if (text.size() > 64) return std::nullopt;
+  const std::string s(text);
+  std::tm utc{};
+  const char* p = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &utc);
+  if (p == nullptr) return std::nullopt;
+  const char* const end = s.c_str() + s.size();
+  std::chrono::microseconds fraction{0};
+  if (p != end && *p == '.') {
+    ++p;
+    long long micros = 0;
+    int digits = 0;
+    for (; p != end && *p >= '0' && *p <= '9'; ++p, ++digits)
+      if (digits < 6) micros = micros * 10 + (*p - '0');
+    if (digits == 0) return std::nullopt;
+    for (; digits < 6; ++digits)
+      micros *= 10;
+    fraction = std::chrono::microseconds(micros);
+  }
+  std::chrono::seconds offset{0};
+  if (p != end && *p == 'Z') {
+    ++p;
+  } else if (p != end && (*p == '+' || *p == '-')) {
+    const int sign = *p == '-' ? -1 : 1;
+    int hours = 0;
+    int minutes = 0;
+    int used = 0;
+    if (std::sscanf(p + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 || used != 5 || hours > 23 ||
+        minutes > 59)
+      return std::nullopt;
+    offset = std::chrono::seconds(sign * (hours * 3600 + minutes * 60));
+    p += 1 + used;
+  }
+  if (p != end) return std::nullopt;
+  const std::time_t t = timegm(&utc);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(t)) + fraction - offset;
+}
+
 std::string new_uuid4() {
   std::array<unsigned char, 16> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {

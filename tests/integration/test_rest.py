@@ -353,7 +353,8 @@ class Lifecycle(unittest.TestCase):
             self.assertRegex(alias, r"^/tmp/sg[0-9a-f]{6}$")
             self.assertTrue(os.path.realpath(alias).startswith(os.path.realpath(gw.state_dir) + "/"))
             self.assertEqual(gw.request("DELETE", f"api/kernels/{kid}").status, 204)
-            self.assertFalse(os.path.lexists(alias))
+            # The name goes with the kernel's last reference, a turn of the gateway's loop after the answer.
+            wait_until(lambda: not os.path.lexists(alias), 5, f"{alias} to be removed")
             gw.start_kernel("python3")
             alias = alias_of(gw)
         finally:

@@ -4,6 +4,7 @@ variables, files, TTLs and metadata. What ended while no gateway ran answers
 404 with its reason; a corrupt registry is set aside without touching the
 sandboxes it described. Needs root (as CI runs)."""
 
+import datetime
 import os
 import socket
 import sqlite3
@@ -192,6 +193,7 @@ class GatewayRestart(unittest.TestCase):
                      "print('after', flush=True)\npathlib.Path('cell-ended').touch()\n"
                      "raise ValueError('at the end')")
         ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        crashed_at = datetime.datetime.now(datetime.timezone.utc)
         gw.crash()
         if forget_its_row:
             # As when the gateway dies before its writer stored the cell's running row.
@@ -208,16 +210,24 @@ class GatewayRestart(unittest.TestCase):
         self.assertEqual(rec["error"]["ename"], "ValueError")
         self.assertEqual(rec["error"]["evalue"], "at the end")
         self.assertFalse(rec["truncated"])
+        self.assertIsInstance(rec["execution_count"], int)  # from its execute_input: the reply went to gw
+        # It began before the crash, whether its start came from its row or,
+        # with no row, from the date on the kernel's execute_input.
+        self.assertLess(datetime.datetime.fromisoformat(rec["started"]), crashed_at, rec)
         self.assertEqual(self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"], "idle")
         # It is stored for the next gateway too. The cell before it keeps its
         # record: read from the registry, or, when the gateway died before
-        # its final row was written, rebuilt from the journal (then without
-        # the execute_reply's count and with the restart in its duration).
+        # its final row was written, rebuilt from the journal (then started
+        # when the kernel began it, and with the restart in its duration).
         wait_until(lambda: '"status":"error"' in (stored_execution(gw.state_dir, kid, msg_id) or ""), 10,
                    "the record to be stored")
         again = self.ok(gw2.request("GET", f"api/kernels/{kid}/executions/{earlier['msg_id']}"))
-        for key in ("msg_id", "started", "status", "stdout", "stderr", "result", "outputs", "error", "truncated"):
+        for key in ("msg_id", "execution_count", "status", "stdout", "stderr", "result", "outputs", "error",
+                    "truncated"):
             self.assertEqual(again[key], earlier[key], key)
+        started_apart = (datetime.datetime.fromisoformat(again["started"]) -
+                         datetime.datetime.fromisoformat(earlier["started"]))
+        self.assertLess(abs(started_apart.total_seconds()), 1.0, (again, earlier))
 
     def test_a_cell_that_ends_while_no_gateway_runs_is_recorded_from_the_journal(self):
         self.cell_that_ends_while_no_gateway_runs(forget_its_row=False)

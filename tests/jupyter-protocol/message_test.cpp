@@ -43,6 +43,26 @@ TEST(message, iso8601_has_zero_padded_microseconds) {
   }
 }
 
+TEST(message, parse_iso8601_reads_what_kernels_write) {
+  using namespace std::chrono;
+  const auto at = [](long long unix_micros) { return system_clock::time_point(microseconds(unix_micros)); };
+  // 2026-12-02T08:20:19Z is 1796199619 s after the epoch.
+  EXPECT_EQ(parse_iso8601("2026-12-02T08:20:19.011563Z"), at(1796199619011563));
+  EXPECT_EQ(parse_iso8601("2026-12-02T08:20:19Z"), at(1796199619000000));
+  EXPECT_EQ(parse_iso8601("2026-12-02T08:20:19.5"), at(1796199619500000));  // no zone: UTC
+  EXPECT_EQ(parse_iso8601("2026-12-02T08:20:19.0115639999Z"), at(1796199619011563));
+  EXPECT_EQ(parse_iso8601("2026-12-02T10:20:19.011563+02:00"), at(1796199619011563));
+  EXPECT_EQ(parse_iso8601("2026-12-02T03:50:19.011563-04:30"), at(1796199619011563));
+  for (int i = 0; i < 100; ++i) {
+    const auto now = time_point_cast<microseconds>(system_clock::now());
+    EXPECT_EQ(parse_iso8601(iso8601(now)), now);
+  }
+  for (const char* bad :
+       {"", "2026-12-02", "2026-12-02T08:20:19.Z", "2026-12-02T08:20:19Zjunk", "2026-12-02T08:20:19+2:00",
+        "2026-12-02T08:20:19+02:60", "yesterday", "2026-13-02T08:20:19Z"})
+    EXPECT_EQ(parse_iso8601(bad), std::nullopt) << bad;
+}
+
 TEST(message, make_message_header) {
   const auto m = make_message("kernel_info_request", "{}", "sess");
   const auto h = nlohmann::json::parse(m.header);

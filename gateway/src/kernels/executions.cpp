@@ -28,6 +28,16 @@ json error_of(const json& content) {
               {"traceback", content.value("traceback", json::array())}};
 }
 
+// A record that began before this process: the steady clock restarts with
+// the process, so the time gone by since `t` is carried over.
+void started_at(execution_record& r, std::chrono::system_clock::time_point t) {
+  r.started = t;
+  const auto elapsed =
+      std::max(std::chrono::system_clock::duration::zero(), std::chrono::system_clock::now() - t);
+  r.started_steady = std::chrono::steady_clock::now() -
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed);
+}
+
 // Whether a stream message is stderr's. Kernels write the name first
 // ({"name":"stdout","text":...}), which saves reading the text just for the
 // name; any other form is read whole.
@@ -91,8 +101,25 @@ std::shared_ptr<execution_record> execution_log::begin(const std::string& msg_id
   r->timeout = timeout;
   if (!request_content.empty()) digest_code(*r, request_content, "request");
   if (!insert(r)) return records_[msg_id];
+  start(r);
+  return r;
+}
+
+void execution_log::start(const std::shared_ptr<execution_record>& r) {
   evict();
   if (on_start_) on_start_(*r);
+}
+
+std::shared_ptr<execution_record> execution_log::take_up(const std::string& msg_id,
+                                                         std::chrono::system_clock::time_point started) {
+  const auto now = std::chrono::system_clock::now();
+  if (msg_id.empty() || now - started > limits_.retention) return nullptr;
+  auto r = std::make_shared<execution_record>();
+  r->msg_id = msg_id;
+  r->reply_lost = true;
+  started_at(*r, std::min(started, now));
+  if (!insert(r)) return nullptr;
+  start(r);
   return r;
 }
 
@@ -110,13 +137,8 @@ std::shared_ptr<execution_record> execution_log::restore(const json& stored) {
   r->msg_id = stored["msg_id"].get<std::string>();
   if (r->msg_id.empty()) return nullptr;
   r->reply_lost = true;
-  r->started = std::chrono::system_clock::time_point(
-      std::chrono::microseconds(stored["started_us"].get<std::int64_t>()));
-  // The steady clock restarts with the process: carry over the time gone by.
-  const auto elapsed =
-      std::max(std::chrono::system_clock::duration::zero(), std::chrono::system_clock::now() - r->started);
-  r->started_steady = std::chrono::steady_clock::now() -
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed);
+  started_at(*r, std::chrono::system_clock::time_point(
+                     std::chrono::microseconds(stored["started_us"].get<std::int64_t>())));
   if (stored.contains("timeout_ms") && stored["timeout_ms"].is_number_integer())
     r->timeout = std::chrono::milliseconds(stored["timeout_ms"].get<std::int64_t>());
   return insert(r) ? r : nullptr;

@@ -107,6 +107,13 @@ class execution_log {
   // A running record a previous gateway stored (to_stored_json), taken up
   // with its output so far empty; null if the text is not such a record.
   std::shared_ptr<execution_record> restore(const nlohmann::json& stored);
+  // An execute a previous gateway sent but stored nothing of, that the
+  // kernel began at `started` (its execute_input's date; the kernel's clock,
+  // so no later than now): its reply went to that gateway. Begun like
+  // begin(), the start listener told. Null if the msg_id has a record, or
+  // `started` lies past the retention: the records promise no more.
+  std::shared_ptr<execution_record> take_up(const std::string& msg_id,
+                                            std::chrono::system_clock::time_point started);
   // A message from the kernel; true when its parent is a tracked execute.
   // `status`: the execution_state of an iopub status message (else empty),
   // read once by the caller.
@@ -121,6 +128,7 @@ class execution_log {
 
  private:
   void maybe_finish(execution_record& r);
+  void start(const std::shared_ptr<execution_record>& r);   // inserted: evicts, tells the start listener
   bool insert(const std::shared_ptr<execution_record>& r);  // false: the msg_id is taken
   void evict();
 

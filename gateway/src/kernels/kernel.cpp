@@ -51,6 +51,7 @@ kernel::kernel(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options 
       start_timer_(io),
       probe_timer_(io),
       stop_timer_(io),
+      journal_timer_(io),
       execution_timer_(io) {
   conn_.transport = "ipc";
   conn_.ip = (box_->run_dir_inside() / file_name_).string();
@@ -347,7 +348,12 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
     route_reply(out);
   // Recorded after it is on its way to the clients, off their round trip.
   const auto& sent = out->message();
-  if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)) record(ch, sent, status);
+  if (ch == channel::iopub && recorded_) {
+    journal_held_bytes_ += sent.content.size();
+    journal_held_.push_back(sent.clone());
+  } else if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)) {
+    record(ch, sent, status);
+  }
 }
 
 std::string kernel::execution_state_of(const protocol::message& msg) {
@@ -693,7 +699,7 @@ void kernel::on_process_exit(const exit_status& st) {
   broadcast(std::make_shared<outgoing>(channel::iopub, std::move(msg)));
   answer_lost_executes("the kernel died (" + st.describe() + ") and is being restarted");
   executions_.end_all("the kernel died (" + st.describe() + ")", true);
-  taken_up_.clear();
+  forget_taken_up();
   running_execute_.clear();
   execution_timer_.cancel();
   if (auto_restarts_++ >= opts_.limits.max_restarts) {
@@ -751,7 +757,7 @@ void kernel::restart(done_handler done) {
   phase_ = phase::restarting;
   send_status("restarting");
   executions_.end_all("the kernel was restarted", true);
-  taken_up_.clear();
+  forget_taken_up();
   running_execute_.clear();
   execution_timer_.cancel();
   auto self = shared_from_this();
@@ -788,7 +794,7 @@ void kernel::finish_stop(const std::string& why) {
   stop_timer_.cancel();
   execution_timer_.cancel();
   executions_.end_all("the kernel was shut down (" + why + ")", false);
-  taken_up_.clear();
+  forget_taken_up();
   for (auto& [msg_id, done] : std::exchange(internal_replies_, {}))
     done("the kernel ended (" + why + ")");
   auto clients = std::move(clients_);

@@ -174,7 +174,11 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // Feeds an iopub message to the execution log; false if it is not about a
   // taken-up execution or was already counted (kernel_takeover.cpp).
   bool record_taken_up(const protocol::message& msg, std::string_view status);
+  // Reads the journal once it holds the first live iopub message (the
+  // kernel writes it from a subscriber of its own, which may lag), then
+  // records what came live meanwhile.
   void replay_journal();
+  void forget_taken_up();  // the kernel ended or restarted: nothing is taken up
   void record(protocol::channel ch, const protocol::message& msg, std::string_view status);
   // The execution_state of an iopub status message; empty for any other.
   static std::string execution_state_of(const protocol::message& msg);
@@ -246,13 +250,17 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // Executions an earlier gateway left running: live iopub held until the
   // journal is read, then the ids of messages already counted.
   struct taken_up_execution {
-    std::vector<protocol::message> held;
-    std::unordered_set<std::string> counted;
-    bool journal_read = false;
+    std::unordered_set<std::string> counted;  // msg_ids recorded, from the journal or live
   };
   std::unordered_map<std::string, taken_up_execution> taken_up_;
   // Set on a re-attach until the journal is read (take_up_executions).
   std::function<bool(const std::string& msg_id)> recorded_;
+  // Live iopub messages that came before the journal was read: recorded
+  // after it, since the journal may find the executions they belong to.
+  std::vector<protocol::message> journal_held_;
+  std::size_t journal_held_bytes_ = 0;
+  int journal_reads_ = 0;
+  boost::asio::steady_timer journal_timer_;
   std::string running_execute_;                    // the execute the kernel is busy with, if tracked
   std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
   boost::asio::steady_timer execution_timer_;

@@ -59,18 +59,26 @@ void kernel::take_up_executions(const std::vector<std::string>& stored,
 bool kernel::record_taken_up(const protocol::message& msg, std::string_view status) {
   auto it = taken_up_.find(msg.parent.msg_id);
   if (it == taken_up_.end()) return false;
-  auto& t = it->second;
-  if (!t.journal_read) {
-    t.held.push_back(msg.clone());  // until the journal says what came before
-    return true;
-  }
-  if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, status);
+  if (it->second.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, status);
   if (auto r = executions_.find(it->first); !r || r->done()) taken_up_.erase(it);
   return true;
 }
 
+void kernel::forget_taken_up() {
+  taken_up_.clear();
+  recorded_ = nullptr;
+  journal_held_.clear();
+  journal_held_bytes_ = 0;
+  journal_timer_.cancel();
+}
+
 void kernel::replay_journal() {
-  const auto recorded = std::exchange(recorded_, nullptr);
+  // The journal is complete up to the first live message once it holds
+  // that: the kernel's subscriber gets every message in order. Until then
+  // it is read again, for a while; a kernel without a journal has none to
+  // wait for, and past a bound on what waits, what the journal has counts.
+  constexpr int max_reads = 100;  // 20 ms apart
+  constexpr std::size_t max_held_bytes = 16 * 1024 * 1024;
   const auto base = box_->run_dir_host() / file_name_;
   auto journal =
       protocol::merge_journals(read_journal_file(base.string() + ".journal.0", opts_.limits.journal_bytes),
@@ -81,9 +89,23 @@ void kernel::replay_journal() {
     protocol::message msg;
     if (!protocol::decode(std::move(rec.frames), signer_, msg)) messages.push_back(std::move(msg));
   }  // what is not signed with the kernel's key is left out
+  const bool caught_up = journal_held_.empty() || messages.empty() ||
+                         std::any_of(messages.rbegin(), messages.rend(), [&](const protocol::message& m) {
+                           return m.msg_id() == journal_held_.front().msg_id();
+                         });
+  if (!caught_up && ++journal_reads_ < max_reads && journal_held_bytes_ < max_held_bytes) {
+    journal_timer_.expires_after(std::chrono::milliseconds(20));
+    journal_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && self->recorded_) self->replay_journal();
+    });
+    return;
+  }
+  const auto recorded = std::exchange(recorded_, nullptr);
   // An execute the journal shows beginning (its execute_input: a cell, not
   // the gateway's silent ones) that no record tells of: its running row was
-  // still queued when the earlier gateway died.
+  // still queued when the earlier gateway died. It started when the kernel
+  // says it did (a date it cannot read counts as now); one from before the
+  // records' retention is not taken up.
   std::size_t discovered = 0;
   std::unordered_set<std::string> began;  // executions whose first messages are in the journal
   for (const auto& msg : messages) {
@@ -93,8 +115,8 @@ void kernel::replay_journal() {
     if (!input || msg_id.empty() || taken_up_.count(msg_id) || executions_.find(msg_id) ||
         (recorded && recorded(msg_id)))
       continue;
-    auto r = executions_.begin(msg_id);
-    r->reply_lost = true;  // the execute_reply went to the gateway that sent it
+    const auto started = protocol::parse_iso8601(msg.head.date).value_or(std::chrono::system_clock::now());
+    if (!executions_.take_up(msg_id, started)) continue;
     taken_up_.emplace(msg_id, taken_up_execution{});
     ++discovered;
   }
@@ -109,12 +131,13 @@ void kernel::replay_journal() {
     record(channel::iopub, msg, execution_state_of(msg));
     ++used;
   }
+  // Then what came live meanwhile, in order, each message once.
+  for (const auto& msg : std::exchange(journal_held_, {})) {
+    const auto status = execution_state_of(msg);
+    if (taken_up_.empty() || !record_taken_up(msg, status)) record(channel::iopub, msg, status);
+  }
+  journal_held_bytes_ = 0;
   for (auto it = taken_up_.begin(); it != taken_up_.end();) {
-    auto& t = it->second;
-    t.journal_read = true;
-    for (const auto& msg : t.held)
-      if (t.counted.insert(msg.msg_id()).second) record(channel::iopub, msg, execution_state_of(msg));
-    t.held.clear();
     auto r = executions_.find(it->first);
     if (r && !r->done()) {
       state_ = "busy";
@@ -126,6 +149,7 @@ void kernel::replay_journal() {
   }
   log::info("executions_taken_up", {{"kernel_id", id()},
                                     {"journal_messages", std::to_string(journal.size())},
+                                    {"journal_reads", std::to_string(journal_reads_ + 1)},
                                     {"used", std::to_string(used)},
                                     {"found_in_journal", std::to_string(discovered)},
                                     {"still_running", std::to_string(taken_up_.size())}});

@@ -52,6 +52,10 @@ struct message {
 // ISO 8601 UTC with zero-padded microseconds: 2026-11-29T10:11:53.000123Z
 [[nodiscard]] std::string iso8601_now();
 [[nodiscard]] std::string iso8601(std::chrono::system_clock::time_point t);
+// A header's date: YYYY-MM-DDTHH:MM:SS, optionally a fraction of a second,
+// then Z, a +HH:MM / -HH:MM offset, or nothing (taken as UTC, as
+// jupyter_client does). nullopt for anything else.
+[[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text);
 
 // A random UUID4 in canonical 8-4-4-4-12 form.
 [[nodiscard]] std::string new_uuid4();

@@ -153,6 +153,32 @@ TEST(execution_log, a_record_without_a_reply_takes_its_count_from_the_execute_in
   EXPECT_EQ(r->execution_count, 13) << "the reply has the last word";
 }
 
+TEST(execution_log, take_up_begins_a_record_at_the_kernels_start_within_the_retention) {
+  using namespace std::chrono;
+  execution_limits limits;
+  limits.retention = hours(1);
+  execution_log log(limits);
+  std::vector<std::string> started;
+  log.on_start([&](const execution_record& r) { started.push_back(r.msg_id); });
+  const auto ten_s_ago = system_clock::now() - seconds(10);
+  const auto r = log.take_up("e1", ten_s_ago);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(started, std::vector<std::string>{"e1"}) << "its running row is written like any other";
+  EXPECT_TRUE(r->reply_lost);
+  EXPECT_EQ(r->started, ten_s_ago);
+  EXPECT_GE(steady_clock::now() - r->started_steady, seconds(10)) << "its duration counts from then";
+  // Its idle status ends it: the reply went to the gateway before.
+  log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle");
+  EXPECT_EQ(r->status, "ok");
+  EXPECT_GE(nlohmann::json::parse(r->to_json())["duration_ms"].get<long long>(), 10'000);
+  EXPECT_FALSE(log.take_up("e1", ten_s_ago)) << "one record per msg_id";
+  EXPECT_FALSE(log.take_up("old", system_clock::now() - hours(2))) << "past the retention";
+  const auto future = log.take_up("e2", system_clock::now() + hours(1));
+  ASSERT_TRUE(future);
+  EXPECT_LE(future->started, system_clock::now()) << "a kernel's clock is not believed past now";
+  EXPECT_EQ(started, (std::vector<std::string>{"e1", "e2"}));
+}
+
 // Begins a record and ends it as an ok execute does: reply, then idle.
 void run_to_end(execution_log& log, const std::string& id) {
   log.begin(id);
