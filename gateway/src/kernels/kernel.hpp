@@ -247,8 +247,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   boost::asio::steady_timer probe_timer_;
   boost::asio::steady_timer stop_timer_;
   execution_log executions_;
-  // Executions an earlier gateway left running: live iopub held until the
-  // journal is read, then the ids of messages already counted.
+  // Executions an earlier gateway left running, or that the journal shows
+  // it began: the ids of their messages already counted.
   struct taken_up_execution {
     std::unordered_set<std::string> counted;  // msg_ids recorded, from the journal or live
   };
