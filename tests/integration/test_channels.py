@@ -7,7 +7,7 @@ import os
 import unittest
 import uuid
 
-from sandgate_fixture import Deadline, GatewayTestCase, has_sandgate_python, result_text, stream_text
+from sandgate_fixture import Deadline, GatewayTestCase, has_sandgate_python, result_text, stream_text, wait_until
 
 
 class ChannelsBase:
@@ -93,7 +93,22 @@ class ChannelsBase:
         # can land in the kernel's own code, which ipykernel ignores).
         self.ks.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 30,
                          "the output of the sleeping cell")
+        # The output is out before print() has returned (ipykernel's flush
+        # waits on its I/O thread): the cell is under way once the kernel's
+        # main thread sleeps.
+        wait_until(self.a_kernel_sleeps, 30, "the kernel's main thread to sleep in the cell")
         return msg_id
+
+    def a_kernel_sleeps(self):
+        clock_nanosleep = "230"  # x86_64: what time.sleep waits in
+        for pid in self.gw.kernel_pids():
+            try:
+                with open(f"/proc/{pid}/syscall") as f:
+                    if f.read().split()[0] == clock_nanosleep:
+                        return True
+            except (OSError, IndexError):
+                pass
+        return False
 
     def assert_interrupted(self, msg_id):
         reply, iopub = self.ks.finish(msg_id, timeout=20)
