@@ -350,6 +350,8 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   const auto& sent = out->message();
   if (ch == channel::iopub && recorded_) {
     journal_held_bytes_ += sent.content.size();
+    for (const auto& b : sent.buffers)
+      journal_held_bytes_ += b.size();
     journal_held_.push_back(sent.clone());
   } else if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)) {
     record(ch, sent, status);
