@@ -113,7 +113,7 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
   if (ec) {
     if (ec != websocket::error::closed && ec != boost::asio::error::operation_aborted)
       log::info("websocket_read_ended", {{"kernel_id", kernel_->id()}, {"error", ec.message()}});
-    return end();
+    return end(ec == websocket::error::closed);
   }
   const auto data = beast::buffers_to_string(buffer_.data());
   buffer_.consume(buffer_.size());
@@ -143,45 +143,77 @@ void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   if (!writing_) do_write();
 }
 
+// Frames go out one at a time through Beast. One that fits goes into the
+// batch and completes at once, so the frames already waiting follow it
+// there; once no more wait (or one does not fit), the batch goes out in one
+// write.
 template <class Stream>
 void ws_session<Stream>::do_write() {
   if (ended_ && !closing_) return;
-  if (queue_.empty()) {
+  auto& wire = ws_.next_layer();
+  if (queue_.empty() || ended_) {
+    if (!batched_.empty()) return flush();
     if (closing_) do_close();
     return;
   }
-  writing_ = true;
   in_flight_ = queue_.front();
   const auto& frame = *in_flight_.frame;
+  constexpr std::size_t frame_header_max = 14;
+  in_flight_batched_ = wire.batched_bytes() + frame.size() + frame_header_max <= limits_.batch_bytes;
+  if (!in_flight_batched_ && !batched_.empty()) {
+    in_flight_ = {};
+    return flush();
+  }
+  writing_ = true;
   in_flight_buffers_.clear();
   in_flight_buffers_.emplace_back(frame.data.data(), frame.data.size());
   for (const auto part : frame.tail)
     in_flight_buffers_.emplace_back(part.data(), part.size());
+  // Stays on until the write completes: Beast may start it later, behind a
+  // frame of its own.
+  wire.batch(in_flight_batched_);
+  const auto batched_before = wire.batched_bytes();
   ws_.binary(frame.binary);
   ws_.async_write(in_flight_buffers_, [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
     self->on_write(ec, n);
   });
+  in_flight_taken_ = wire.batched_bytes() > batched_before;
 }
 
 template <class Stream>
 void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
-  in_flight_ = {};
+  ws_.next_layer().batch(false);
+  auto written = std::exchange(in_flight_, {});
   if (ec) return end();
-  if (ended_) {
-    if (closing_) do_close();
-    return;
+  if (in_flight_batched_) batched_.push_back(std::move(written));
+  if (!ended_) {
+    ++writes_;
+    queued_bytes_ -= queue_.front().frame->size();
+    queue_.pop_front();
+    if (holding_ && queued_bytes_ <= limits_.hold_bytes / 4) release_kernel();
+    if (queue_.empty() && peak_queued_bytes_ > trim_threshold_bytes) {
+      // A burst of output is out: its pages go back once output stays quiet,
+      // so RSS does not stay at the peak.
+      peak_queued_bytes_ = 0;
+      memory_.soon();
+    }
   }
-  ++writes_;
-  queued_bytes_ -= queue_.front().frame->size();
-  queue_.pop_front();
-  if (holding_ && queued_bytes_ <= limits_.hold_bytes / 4) release_kernel();
-  if (queue_.empty() && peak_queued_bytes_ > trim_threshold_bytes) {
-    // A burst of output is out: its pages go back once output stays quiet,
-    // so RSS does not stay at the peak.
-    peak_queued_bytes_ = 0;
-    memory_.soon();
-  }
+  do_write();
+}
+
+template <class Stream>
+void ws_session<Stream>::flush() {
+  writing_ = true;
+  ws_.next_layer().async_flush(
+      [self = this->shared_from_this()](beast::error_code ec) { self->on_flush(ec); });
+}
+
+template <class Stream>
+void ws_session<Stream>::on_flush(beast::error_code ec) {
+  writing_ = false;
+  if (ec) return end();
+  batched_.clear();
   do_write();
 }
 
@@ -249,14 +281,24 @@ void ws_session<Stream>::do_close() {
 }
 
 template <class Stream>
-void ws_session<Stream>::end() {
+void ws_session<Stream>::end(bool written_arrives) {
   if (ended_) return;
   ended_ = true;
   std::vector<std::shared_ptr<outgoing>> unsent;
-  // When the gateway closes, the frame being written still goes out before
-  // the close frame: it is sent, not unsent. When the client went away, it
-  // may never have arrived, so it waits for the session's return.
-  const bool in_flight_goes_out = writing_ && closing_;
+  // What is batched goes out before a close frame, the gateway's or Beast's
+  // reply to the client's: it is sent, not unsent. So is the frame being
+  // written when the gateway closes, and when the client closed once it is
+  // in the batch (a write Beast held back behind its close reply fails).
+  // When the connection broke, none of it may have arrived, so it waits for
+  // the session's return.
+  const bool written_goes_out = closing_ || written_arrives;
+  const bool in_flight_goes_out = in_flight_.frame && (closing_ || (written_arrives && in_flight_taken_));
+  if (!written_goes_out) {
+    for (auto& b : batched_)
+      unsent.push_back(std::move(b.message));
+    batched_.clear();
+    ws_.next_layer().discard_batch();
+  }
   for (auto& q : queue_) {
     if (in_flight_goes_out && &q == &queue_.front()) continue;
     unsent.push_back(std::move(q.message));

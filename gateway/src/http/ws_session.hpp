@@ -9,6 +9,7 @@
 
 #include "../bridge/outgoing.hpp"
 #include "../util/memory_release.hpp"
+#include "batched_writes.hpp"
 #include "streams.hpp"
 
 #include <boost/beast/core.hpp>
@@ -53,6 +54,9 @@ struct ws_limits {
   // A client past hold_bytes that takes in nothing for this long is closed
   // (whether or not its kernel can be held).
   std::chrono::milliseconds stall_timeout{10'000};
+  // Frames that find others waiting go out together, up to this many bytes
+  // in one write (copied once); a larger frame is written on its own.
+  std::size_t batch_bytes = 64 * 1024;
   // A close whose last write does not go out in this time drops the connection.
   std::chrono::milliseconds close_timeout{5'000};
 };
@@ -77,14 +81,19 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
+  void flush();
+  void on_flush(boost::beast::error_code ec);
   void do_close();
-  void end();
+  // Detaches from the kernel, handing it what the client has not got.
+  // `written_arrives`: what was written so far reaches the client, as when
+  // it closed cleanly (Beast's close reply follows every frame written).
+  void end(bool written_arrives = false);
   void hold_kernel();
   void release_kernel();
   void watch_stall(std::uint64_t writes_seen);
   void close_too_slow(const std::string& why);  // 1008, logged and counted
 
-  boost::beast::websocket::stream<Stream> ws_;
+  boost::beast::websocket::stream<batched_writes<Stream>> ws_;
   boost::beast::flat_buffer buffer_;
   std::shared_ptr<kernel> kernel_;
   std::string session_id_;
@@ -100,9 +109,12 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   std::size_t queued_bytes_ = 0;
   std::size_t peak_queued_bytes_ = 0;  // since the queue was last empty
   queued in_flight_;                   // outlives the queue entry if the client ends meanwhile
+  bool in_flight_batched_ = false;     // in_flight_ goes into the batch
+  bool in_flight_taken_ = false;       // and is in it (Beast may hold a write back behind its own)
+  std::vector<queued> batched_;        // taken off the queue into the batch, not yet flushed
   std::vector<boost::asio::const_buffer> in_flight_buffers_;
   bool open_ = false;
-  bool writing_ = false;
+  bool writing_ = false;  // a frame or a flush is going out
   bool closing_ = false;
   bool ended_ = false;
   bool holding_ = false;      // holds the kernel's output back (hold_kernel)
