@@ -235,6 +235,71 @@ class GatewayRestart(unittest.TestCase):
     def test_a_cell_whose_row_the_gateway_never_stored_is_found_in_the_journal(self):
         self.cell_that_ends_while_no_gateway_runs(forget_its_row=True)
 
+    def test_a_kernel_taken_over_in_a_long_cell_is_busy_at_once_and_can_be_interrupted(self):
+        gw = self.start()
+        kid, _ = self.kernel_and_workspace(gw)
+        ws, msg_id = self.execute_over_websocket(gw, kid, "import time\nprint('sleeping', flush=True)\n"
+                                                          "time.sleep(120)")
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
+        gw.crash()
+        gw2 = self.restart(gw)
+        # Its shell waits for the cell; the kernel answers on control, long
+        # before the cell would end.
+        wait_until(lambda: self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"] == "busy", 30,
+                   lambda: f"the kernel to be taken over, busy; {gw2.log_tail(10)}")
+        self.ok(gw2.request("POST", f"api/kernels/{kid}/interrupt"), 204)
+        rec = self.final_record(gw2, kid, msg_id)
+        self.assertEqual(rec["status"], "error", rec)
+        self.assertEqual(rec["error"]["ename"], "KeyboardInterrupt", rec)
+        self.assertEqual(rec["stdout"], "sleeping\n")
+        self.assertEqual(self.run_code(gw2, kid, "1 + 1")["result"], "2")
+
+    def test_a_kernel_that_stops_its_journal_holds_records_back_only_a_bounded_time(self):
+        # A kernel is hostile: this one points its journal's descriptor at
+        # /dev/null, so the journal never holds what the restarted gateway
+        # waits for. The wait ends at its bound: what came live meanwhile is
+        # recorded, nothing of it lost, and the cell's record ends.
+        gw = self.start()
+        kid, _ = self.kernel_and_workspace(gw)
+        silenced = self.run_code(gw, kid, (
+            "import os\n"
+            "for fd in os.listdir('/proc/self/fd'):\n"
+            "    try:\n"
+            "        target = os.readlink(f'/proc/self/fd/{fd}')\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if '.journal.' in target:\n"
+            "        null = os.open('/dev/null', os.O_WRONLY)\n"
+            "        os.dup2(null, int(fd))\n"
+            "        os.close(null)\n"
+            "        print('silenced', target)\n"))
+        self.assertIn("silenced", silenced["stdout"])
+        ws, msg_id = self.execute_over_websocket(
+            gw, kid, "import time\nfor i in range(80):\n    print(i, flush=True)\n    time.sleep(0.1)\n'done'")
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        # Its running row is stored (with no journal, nothing else tells of it).
+        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
+        gw.crash()
+        gw2 = self.restart(gw)
+        watcher = gw2.connect(kid, v1=True)
+        self.addCleanup(watcher.close)
+        rec = self.final_record(gw2, kid, msg_id)
+        self.assertEqual(rec["status"], "ok", rec)
+        self.assertEqual(rec["result"], "'done'")
+        self.assertTrue(rec["truncated"], rec)  # its beginning is in no journal
+        expected = "".join(f"{i}\n" for i in range(80))
+        self.assertTrue(rec["stdout"] and expected.endswith(rec["stdout"]), rec["stdout"])
+        # Every line a client of the new gateway saw, held while the journal
+        # was reread or not, is in the record.
+        watcher.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "status"
+                         and m.content.get("execution_state") == "idle", 30, "the cell's idle status")
+        seen = "".join(m.content["text"] for m in watcher.received
+                       if m.parent_id == msg_id and m.msg_type == "stream")
+        self.assertTrue(seen and rec["stdout"].endswith(seen), (seen, rec["stdout"]))
+        taken_up = [e for e in gw2.log_events() if e.get("event") == "executions_taken_up"]
+        self.assertEqual([e["journal_reads"] for e in taken_up if e.get("kernel_id") == kid], ["100"], taken_up)
+
     def test_an_upload_cut_by_a_crash_is_never_reported_complete(self):
         gw = self.start()
         sid = self.ok(gw.request("POST", "api/sandboxes", {"ttl_s": 900}, timeout=60), 201)["id"]

@@ -263,10 +263,14 @@ void kernel::arm_start_timer(unsigned gen) {
 
 void kernel::send_probe() {
   if (!start_done_) return;
-  auto msg = protocol::make_message("kernel_info_request", "{}", session_);
-  probe_msg_id_ = msg.msg_id();
-  remember(msg.msg_id(), {{}, {}, true, {}, {}});
-  send_to_kernel(channel::shell, msg);
+  // On control as well as shell: a kernel taken over in the middle of a
+  // cell answers there at once, while its shell waits for the cell. The
+  // first answer counts.
+  for (const auto ch : {channel::shell, channel::control}) {
+    auto msg = protocol::make_message("kernel_info_request", "{}", session_);
+    remember(msg.msg_id(), {{}, {}, true, {}, {}});
+    send_to_kernel(ch, msg);
+  }
   probe_timer_.expires_after(std::chrono::seconds(1));
   probe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (!ec) self->send_probe();
@@ -335,8 +339,22 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   touch();
   // The execution_state of a status message, read once.
   const std::string status = ch == channel::iopub ? execution_state_of(msg) : std::string();
-  if (!status.empty() && phase_ == phase::running) state_ = status;
+  // A kernel_info's busy and idle say nothing of the kernel's cells: one
+  // answered on control while a cell runs reports idle.
+  if (!status.empty() && phase_ == phase::running && msg.parent.msg_type != "kernel_info_request")
+    state_ = status;
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
+  const auto& sent = out->message();
+  // While a taken-over kernel's journal is still to be read, iopub waits to
+  // be recorded after what the journal holds; held before the start below,
+  // which reads the journal, so the journal is read up to this message.
+  const bool held = ch == channel::iopub && recorded_;
+  if (held) {
+    journal_held_bytes_ += sent.content.size();
+    for (const auto& b : sent.buffers)
+      journal_held_bytes_ += b.size();
+    journal_held_.push_back(sent.clone());
+  }
   if (ch == channel::iopub && start_done_) {
     // Ready needs iopub too: until the subscription carries messages, output would be lost.
     iopub_seen_ = true;
@@ -347,15 +365,8 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   else
     route_reply(out);
   // Recorded after it is on its way to the clients, off their round trip.
-  const auto& sent = out->message();
-  if (ch == channel::iopub && recorded_) {
-    journal_held_bytes_ += sent.content.size();
-    for (const auto& b : sent.buffers)
-      journal_held_bytes_ += b.size();
-    journal_held_.push_back(sent.clone());
-  } else if (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)) {
+  if (!held && (ch != channel::iopub || taken_up_.empty() || !record_taken_up(sent, status)))
     record(ch, sent, status);
-  }
 }
 
 std::string kernel::execution_state_of(const protocol::message& msg) {

@@ -236,7 +236,6 @@ class kernel : public std::enable_shared_from_this<kernel> {
   std::string state_ = "starting";
   std::chrono::system_clock::time_point last_activity_ = std::chrono::system_clock::now();
   std::chrono::steady_clock::time_point active_at_ = std::chrono::steady_clock::now();
-  std::string probe_msg_id_;
   bool process_running_ = false;
   bool detached_ = false;    // left running for the next gateway
   unsigned generation_ = 0;  // bumps on each launch; stale exits are ignored

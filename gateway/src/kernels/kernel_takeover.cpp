@@ -79,6 +79,7 @@ void kernel::replay_journal() {
   // wait for, and past a bound on what waits, what the journal has counts.
   constexpr int max_reads = 100;  // 20 ms apart
   constexpr std::size_t max_held_bytes = 16 * 1024 * 1024;
+  ++journal_reads_;
   const auto base = box_->run_dir_host() / file_name_;
   auto journal =
       protocol::merge_journals(read_journal_file(base.string() + ".journal.0", opts_.limits.journal_bytes),
@@ -93,7 +94,7 @@ void kernel::replay_journal() {
                          std::any_of(messages.rbegin(), messages.rend(), [&](const protocol::message& m) {
                            return m.msg_id() == journal_held_.front().msg_id();
                          });
-  if (!caught_up && ++journal_reads_ < max_reads && journal_held_bytes_ < max_held_bytes) {
+  if (!caught_up && journal_reads_ < max_reads && journal_held_bytes_ < max_held_bytes) {
     journal_timer_.expires_after(std::chrono::milliseconds(20));
     journal_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec && self->recorded_) self->replay_journal();
@@ -149,7 +150,7 @@ void kernel::replay_journal() {
   }
   log::info("executions_taken_up", {{"kernel_id", id()},
                                     {"journal_messages", std::to_string(journal.size())},
-                                    {"journal_reads", std::to_string(journal_reads_ + 1)},
+                                    {"journal_reads", std::to_string(journal_reads_)},
                                     {"used", std::to_string(used)},
                                     {"found_in_journal", std::to_string(discovered)},
                                     {"still_running", std::to_string(taken_up_.size())}});
