@@ -143,10 +143,12 @@ void ws_session<Stream>::deliver(const std::shared_ptr<outgoing>& out) {
   if (!writing_) do_write();
 }
 
-// Frames go out one at a time through Beast. One that fits goes into the
-// batch and completes at once, so the frames already waiting follow it
-// there; once no more wait (or one does not fit), the batch goes out in one
-// write.
+// Frames go out one at a time through Beast. A frame alone in the queue,
+// with nothing batched, is written at once: the last message of a reply
+// leaves before the work that follows its relay. When others wait behind it
+// (or a batch is open), one that fits goes into the batch and completes at
+// once, so the frames waiting follow it there; once no more wait (or one
+// does not fit), the batch goes out in one write.
 template <class Stream>
 void ws_session<Stream>::do_write() {
   if (ended_ && !closing_) return;
@@ -159,7 +161,9 @@ void ws_session<Stream>::do_write() {
   in_flight_ = queue_.front();
   const auto& frame = *in_flight_.frame;
   constexpr std::size_t frame_header_max = 14;
-  in_flight_batched_ = wire.batched_bytes() + frame.size() + frame_header_max <= limits_.batch_bytes;
+  const bool others = queue_.size() > 1 || !batched_.empty();
+  in_flight_batched_ =
+      others && wire.batched_bytes() + frame.size() + frame_header_max <= limits_.batch_bytes;
   if (!in_flight_batched_ && !batched_.empty()) {
     in_flight_ = {};
     return flush();
