@@ -282,6 +282,17 @@ class GatewayRestart(unittest.TestCase):
         wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
         gw.crash()
         gw2 = self.restart(gw)
+        # Taken over mid-cell, the kernel is busy as soon as it is ready, not
+        # idle while its journal is reread (two seconds here).
+        states = []
+
+        def ready():
+            states.append(self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"])
+            return states[-1] != "starting"
+        wait_until(ready, 30, lambda: f"the kernel to be taken over; {states[-5:]}")
+        self.assertEqual(states[-1], "busy", states)
+        self.assertFalse([e for e in gw2.log_events() if e.get("event") == "executions_taken_up"],
+                         "the journal was still being reread")
         watcher = gw2.connect(kid, v1=True)
         self.addCleanup(watcher.close)
         rec = self.final_record(gw2, kid, msg_id)

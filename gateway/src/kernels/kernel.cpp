@@ -285,7 +285,10 @@ void kernel::on_started(const std::string& error) {
   start_done_ = nullptr;
   if (error.empty()) {
     phase_ = phase::running;
-    state_ = "idle";
+    // A taken-over kernel whose cells were running when last stored is busy
+    // from the start, not idle until its journal is read.
+    state_presumed_ = !taken_up_.empty();
+    state_ = state_presumed_ ? "busy" : "idle";
     if (recorded_) replay_journal();
     auto held = std::move(held_);
     held_.clear();
@@ -341,8 +344,10 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   const std::string status = ch == channel::iopub ? execution_state_of(msg) : std::string();
   // A kernel_info's busy and idle say nothing of the kernel's cells: one
   // answered on control while a cell runs reports idle.
-  if (!status.empty() && phase_ == phase::running && msg.parent.msg_type != "kernel_info_request")
+  if (!status.empty() && phase_ == phase::running && msg.parent.msg_type != "kernel_info_request") {
     state_ = status;
+    state_presumed_ = false;
+  }
   auto out = std::make_shared<outgoing>(ch, std::move(msg));
   const auto& sent = out->message();
   // While a taken-over kernel's journal is still to be read, iopub waits to

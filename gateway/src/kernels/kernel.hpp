@@ -234,6 +234,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
 
   phase phase_ = phase::created;
   std::string state_ = "starting";
+  // busy from the stored running rows of a taken-over kernel, until a live
+  // status or its journal says otherwise
+  bool state_presumed_ = false;
   std::chrono::system_clock::time_point last_activity_ = std::chrono::system_clock::now();
   std::chrono::steady_clock::time_point active_at_ = std::chrono::steady_clock::now();
   bool process_running_ = false;

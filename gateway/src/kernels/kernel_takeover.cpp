@@ -148,6 +148,8 @@ void kernel::replay_journal() {
       it = taken_up_.erase(it);
     }
   }
+  // The cells the stored rows told of ended while no gateway listened.
+  if (std::exchange(state_presumed_, false) && taken_up_.empty()) state_ = "idle";
   log::info("executions_taken_up", {{"kernel_id", id()},
                                     {"journal_messages", std::to_string(journal.size())},
                                     {"journal_reads", std::to_string(journal_reads_)},
