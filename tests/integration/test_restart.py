@@ -150,6 +150,32 @@ class GatewayRestart(unittest.TestCase):
         kid = self.ok(gw.request("POST", "api/kernels", {"name": "python"}, timeout=120), 201)["id"]
         return kid, workspace_of(gw)
 
+    def silence_journal(self, gw, kid):
+        """What a hostile kernel may do: point its journal's descriptors at /dev/null."""
+        silenced = self.run_code(gw, kid, (
+            "import os, time\n"
+            "journal = {}\n"
+            "for fd in os.listdir('/proc/self/fd'):\n"
+            "    try:\n"
+            "        target = os.readlink(f'/proc/self/fd/{fd}')\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if '.journal.' in target:\n"
+            "        journal[int(fd)] = target\n"
+            # Once it holds something: an empty journal is one the gateway does not wait for.
+            "while sum(os.fstat(fd).st_size for fd in journal) == 0:\n"
+            "    time.sleep(0.01)\n"
+            "for fd, target in journal.items():\n"
+            "    null = os.open('/dev/null', os.O_WRONLY)\n"
+            "    os.dup2(null, fd)\n"
+            "    os.close(null)\n"
+            "    print('silenced', target)\n"))
+        self.assertIn("silenced", silenced["stdout"])
+
+    def taken_up_reads(self, gw, kid):
+        return [e["journal_reads"] for e in gw.log_events()
+                if e.get("event") == "executions_taken_up" and e.get("kernel_id") == kid]
+
     def final_record(self, gw, kid, msg_id, timeout=60):
         def ended():
             r = gw.request("GET", f"api/kernels/{kid}/executions/{msg_id}")
@@ -262,19 +288,7 @@ class GatewayRestart(unittest.TestCase):
         # recorded, nothing of it lost, and the cell's record ends.
         gw = self.start()
         kid, _ = self.kernel_and_workspace(gw)
-        silenced = self.run_code(gw, kid, (
-            "import os\n"
-            "for fd in os.listdir('/proc/self/fd'):\n"
-            "    try:\n"
-            "        target = os.readlink(f'/proc/self/fd/{fd}')\n"
-            "    except OSError:\n"
-            "        continue\n"
-            "    if '.journal.' in target:\n"
-            "        null = os.open('/dev/null', os.O_WRONLY)\n"
-            "        os.dup2(null, int(fd))\n"
-            "        os.close(null)\n"
-            "        print('silenced', target)\n"))
-        self.assertIn("silenced", silenced["stdout"])
+        self.silence_journal(gw, kid)
         ws, msg_id = self.execute_over_websocket(
             gw, kid, "import time\nfor i in range(80):\n    print(i, flush=True)\n    time.sleep(0.1)\n'done'")
         ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
@@ -308,8 +322,38 @@ class GatewayRestart(unittest.TestCase):
         seen = "".join(m.content["text"] for m in watcher.received
                        if m.parent_id == msg_id and m.msg_type == "stream")
         self.assertTrue(seen and rec["stdout"].endswith(seen), (seen, rec["stdout"]))
-        taken_up = [e for e in gw2.log_events() if e.get("event") == "executions_taken_up"]
-        self.assertEqual([e["journal_reads"] for e in taken_up if e.get("kernel_id") == kid], ["100"], taken_up)
+        self.assertEqual(self.taken_up_reads(gw2, kid), ["100"])
+
+    def test_a_kernel_that_floods_while_its_journal_is_reread_ends_the_wait_early(self):
+        # While the journal is reread, live output waits in the gateway's
+        # memory; past 16 MiB of it the wait ends, whatever reads are left.
+        gw = self.start()
+        kid, _ = self.kernel_and_workspace(gw)
+        self.silence_journal(gw, kid)
+        ws, msg_id = self.execute_over_websocket(gw, kid, (
+            "import os, sys, time\n"
+            "print('waiting', flush=True)\n"
+            "while not os.path.exists('go'):\n"
+            "    time.sleep(0.01)\n"
+            "chunk = 'x' * 65535 + '\\n'\n"
+            "for i in range(384):\n"  # 24 MiB
+            "    sys.stdout.write(chunk)\n"
+            "    sys.stdout.flush()\n"
+            "'done'"))
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
+        gw.crash()
+        gw2 = self.restart(gw)
+        wait_until(lambda: self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"] != "starting", 30,
+                   "the kernel to be taken over")
+        self.assertEqual(self.taken_up_reads(gw2, kid), [], "the journal is being reread")
+        sid = self.ok(gw2.request("GET", f"api/kernels/{kid}"))["sandbox_id"]
+        self.ok(gw2.request("PUT", f"api/sandboxes/{sid}/files/go", raw=b""), 201)
+        rec = self.final_record(gw2, kid, msg_id)
+        self.assertEqual((rec["status"], rec["result"]), ("ok", "'done'"), rec)
+        reads = self.taken_up_reads(gw2, kid)
+        self.assertEqual(len(reads), 1, reads)
+        self.assertLess(int(reads[0]), 100)
 
     def test_an_upload_cut_by_a_crash_is_never_reported_complete(self):
         gw = self.start()
