@@ -14,7 +14,7 @@ build_packages=(
   bash coreutils procps util-linux iproute2
 )
 test_packages=(
-  python3-jupyter-client python3-ipykernel jupyter-notebook python3-websocket xpython
+  python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
   clang-14 libclang-rt-14-dev
   chromium fonts-dejavu-core
 )

@@ -1,6 +1,7 @@
-"""Notebook 6 (Debian's jupyter-notebook) started with --gateway-url in
-front of a sandgate, as JupyterLab / Notebook users reach a gateway. Its own
-config, data and runtime dirs and notebook root are temporary."""
+"""Notebook 6 (Debian's jupyter-notebook) or Jupyter Server 1.x (Debian's
+python3-jupyter-server, what JupyterLab runs on) started with --gateway-url
+in front of a sandgate, as JupyterLab / Notebook users reach a gateway. Its
+own config, data and runtime dirs and notebook root are temporary."""
 
 import os
 import select
@@ -43,7 +44,9 @@ def listening_ports(pid):
 
 
 class Notebook:
-    def __init__(self, gw, timeout=60):
+    """`app`: "notebook" (Notebook 6) or "jupyter_server"."""
+
+    def __init__(self, gw, timeout=60, app="notebook"):
         self.gw = gw
         self.token = "nb-" + uuid.uuid4().hex
         self.tmp = tempfile.mkdtemp(prefix="sandgate-nb-")
@@ -56,12 +59,14 @@ class Notebook:
             os.makedirs(env[var])
         env.pop("JUPYTER_PATH", None)
         os.makedirs(os.path.join(ARTIFACTS, "logs"), exist_ok=True)
-        self.log_path = os.path.join(ARTIFACTS, "logs", f"notebook-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
-        cmd = [NOTEBOOK_PYTHON, "-m", "notebook", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-               "--port=0", "--NotebookApp.port_retries=0", f"--NotebookApp.token={self.token}",
-               f"--notebook-dir={self.root}", f"--gateway-url={gw.url.rstrip('/')}",
+        self.log_path = os.path.join(ARTIFACTS, "logs", f"{app}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
+        conf = "NotebookApp" if app == "notebook" else "ServerApp"
+        cmd = [NOTEBOOK_PYTHON, "-m", app, "--no-browser", "--allow-root", "--ip=127.0.0.1",
+               "--port=0", f"--{conf}.port_retries=0", f"--{conf}.token={self.token}",
+               f"--{conf}.root_dir={self.root}" if app != "notebook" else f"--notebook-dir={self.root}",
+               f"--gateway-url={gw.url.rstrip('/')}",
                f"--GatewayClient.auth_token={gw.token}", "--GatewayClient.request_timeout=120",
-               "--NotebookApp.disable_check_xsrf=False"]
+               f"--{conf}.disable_check_xsrf=False"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         self.log = open(self.log_path, "wb")
         d = Deadline(timeout)

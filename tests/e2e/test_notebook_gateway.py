@@ -1,6 +1,6 @@
-"""Notebook 6 with --gateway-url=<sandgate>: a Python client drives
-Notebook's own REST and WebSocket API (as JupyterLab reaches a gateway
-through Jupyter Server) and the kernels run behind sandgate."""
+"""Notebook 6 and Jupyter Server 1.x with --gateway-url=<sandgate>: a Python
+client drives their own REST and WebSocket API (as JupyterLab reaches a
+gateway through Jupyter Server) and the kernels run behind sandgate."""
 
 import http.client
 import json
@@ -25,11 +25,13 @@ class NotebookEndpoint:
 
 
 class NotebookThroughGateway(unittest.TestCase):
+    app = "notebook"
+
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(name="e2e-notebook-gateway")
+        cls.gw = Gateway(name=f"e2e-{cls.app}-gateway")
         try:
-            cls.nb = Notebook(cls.gw)
+            cls.nb = Notebook(cls.gw, app=cls.app)
         except BaseException:
             cls.gw.stop()
             raise
@@ -122,6 +124,11 @@ class NotebookThroughGateway(unittest.TestCase):
         status, _ = self.nb_request("DELETE", f"api/kernels/{kid}")
         self.assertEqual(status, 204)
         self.assertEqual(self.gw.request("GET", f"api/kernels/{kid}").status, 404)
+
+
+class JupyterServerThroughGateway(NotebookThroughGateway):
+    """The same through Jupyter Server 1.x, which JupyterLab runs on."""
+    app = "jupyter_server"
 
 
 if __name__ == "__main__":
