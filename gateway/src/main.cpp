@@ -19,6 +19,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <csignal>
 #include <ctime>
@@ -53,6 +54,28 @@ sg::log::level parse_level(const std::string& s) {
   return sg::log::level::info;
 }
 
+// A gateway holds FDS_PER_KERNEL descriptors for each kernel (its ZeroMQ
+// sockets and their mailboxes, the sandbox's control socket and process
+// descriptors): the soft limit, often 1024, goes up to the hard one, and a
+// limit that still cannot hold --max-kernels is said at start.
+void raise_open_file_limit(const sg::config& cfg) {
+  constexpr std::size_t fds_per_kernel = 16;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised{lim.rlim_max, lim.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  const std::size_t most_kernels = cfg.max_kernels + cfg.pools.size() * std::size_t{cfg.pool_max_depth};
+  const std::size_t needed = fds_per_kernel * most_kernels + 256;  // and clients, files, the registry
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed)
+    sg::log::warn("open_file_limit_low",
+                  {{"limit", std::to_string(lim.rlim_cur)},
+                   {"needed", std::to_string(needed)},
+                   {"kernels_that_fit",
+                    std::to_string((lim.rlim_cur > 256 ? lim.rlim_cur - 256 : 0) / fds_per_kernel)}});
+}
+
 int run(sg::config cfg) {
   sg::log::set_min_level(parse_level(cfg.log_level));
   const auto address = boost::asio::ip::make_address(cfg.ip == "localhost" ? "127.0.0.1" : cfg.ip);
@@ -72,6 +95,7 @@ int run(sg::config cfg) {
   fs::permissions(cfg.state_dir, fs::perms::owner_all);
   cfg.state_dir = fs::canonical(cfg.state_dir);
 
+  raise_open_file_limit(cfg);
   boost::asio::io_context io{1};
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
   sg::kernelspec_catalog specs(sg::kernelspec_catalog::default_dirs(cfg.kernel_paths, exe_dir));

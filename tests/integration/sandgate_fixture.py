@@ -10,6 +10,7 @@ import datetime
 import http.client
 import json
 import os
+import resource
 import select
 import signal
 import shutil
@@ -143,10 +144,11 @@ class Gateway:
     """One sandgate process. Use as a context manager or call stop()."""
 
     def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False, state_dir=None,
-                 token=None, keep_kernels=False):
+                 token=None, keep_kernels=False, open_files=None):
         """`state_dir`: one an earlier gateway used (it is then left for its
         owner to remove). `keep_kernels`: a stop leaves sandboxed kernels
-        running, as sandgate does by default; otherwise they end with it."""
+        running, as sandgate does by default; otherwise they end with it.
+        `open_files`: (soft, hard) RLIMIT_NOFILE the gateway starts with."""
         self.token = token or "it-" + uuid.uuid4().hex
         self.owns_state = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="sandgate-it-")
@@ -159,7 +161,9 @@ class Gateway:
                *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file, env=full_env)
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, open_files)) if open_files else None
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log_file, env=full_env,
+                                     preexec_fn=limit)
         self.url = self._read_url(start_timeout)
         parsed = urllib.parse.urlparse(self.url)
         self.host, self.port = parsed.hostname, parsed.port

@@ -2,6 +2,7 @@
 that vanishes mid-output, malformed WebSocket frames, a storm of
 concurrent creates against --max-kernels."""
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -223,6 +224,54 @@ class CreateStorm(unittest.TestCase):
         finally:
             code, _ = gw.stop()
         self.assertEqual(code, 0)
+
+
+class ManyKernels(unittest.TestCase):
+    def test_more_kernels_than_zeromqs_default_socket_limit(self):
+        # A ZeroMQ context takes 1023 sockets unless told otherwise, and a
+        # kernel needs four: the 256th kernel could not connect. Bash kernels
+        # in sandboxes of their own, cheap to start.
+        n = 264
+        gw = Gateway("--max-kernels", str(n + 8), "--kernel-start-timeout-s", "120", sandboxed=True, name="many")
+        try:
+            def create(_):
+                r = gw.request("POST", "api/kernels", {"name": "bash"}, timeout=150)
+                return r.status, r.json()
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                created = list(pool.map(create, range(n)))
+            self.assertEqual([s for s, _ in created if s != 201], [], [b for s, b in created if s != 201][:3])
+            ids = [body["id"] for _, body in created]
+            self.assertEqual(len(gw.request("GET", "api/kernels").json()), n)
+            for kid in (ids[0], ids[-1]):
+                rec = gw.request("POST", f"api/kernels/{kid}/execute", {"code": "echo $((6 * 7))"}, timeout=60).json()
+                self.assertEqual((rec["status"], rec["stdout"]), ("ok", "42\n"), rec)
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                deleted = list(pool.map(lambda kid: gw.request("DELETE", f"api/kernels/{kid}", timeout=60).status, ids))
+            self.assertEqual(deleted, [204] * n)
+            self.assertEqual(gw.kernel_pids(), [], "kernel processes outlived their DELETE")
+        finally:
+            code, _ = gw.stop()
+        self.assertEqual(code, 0)
+
+    def test_the_open_file_limit_goes_up_to_the_hard_one_and_a_low_one_is_said(self):
+        def soft_limit(gw):
+            with open(f"/proc/{gw.proc.pid}/limits") as f:
+                return int(next(line for line in f if line.startswith("Max open files")).split()[3])
+        gw = Gateway("--max-kernels", "100", open_files=(256, 4096), name="nofile")
+        try:
+            self.assertEqual(soft_limit(gw), 4096)
+            self.assertFalse([e for e in gw.log_events() if e.get("event") == "open_file_limit_low"])
+        finally:
+            gw.stop()
+        # 1000 kernels need more than 4096 descriptors: the gateway says so, and how many fit.
+        gw = Gateway("--max-kernels", "1000", open_files=(256, 4096), name="nofile-low")
+        try:
+            low = [e for e in gw.log_events() if e.get("event") == "open_file_limit_low"]
+            self.assertEqual(len(low), 1, low)
+            self.assertEqual(low[0]["limit"], "4096")
+            self.assertLess(int(low[0]["kernels_that_fit"]), 1000)
+        finally:
+            gw.stop()
 
 
 if __name__ == "__main__":

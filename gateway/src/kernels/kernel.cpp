@@ -134,7 +134,15 @@ void kernel::release_output() {
 void kernel::wait_for_sockets() {
   if (!start_done_) return;
   if (pins_.pin(box_->run_dir_host(), socket_names(), box_->owner_uid())) {
-    connect_channels();
+    try {
+      connect_channels();
+    } catch (const std::exception& e) {  // out of descriptors or sockets: fail now, not at the timeout
+      close_channels();
+      const std::string error = std::string("cannot connect to the kernel: ") + e.what();
+      log::error("kernel_connect_failed", {{"kernel_id", id()}, {"error", e.what()}});
+      return stop_process(
+          [self = shared_from_this(), error](const std::string&) { self->on_started(error); });
+    }
     return send_probe();
   }
   probe_timer_.expires_after(std::chrono::milliseconds(10));
