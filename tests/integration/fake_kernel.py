@@ -102,6 +102,8 @@ class FakeKernel:
             self.session.send(sock, msg_type.replace("_request", "_reply"), {"status": "ok"}, parent=parent,
                               ident=idents)
         self.status("idle", parent)
+        if msg_type == "execute_request" and msg["content"].get("code") == P.LATE_STARTING_CODE:
+            self.status("starting", {})
 
     def relay(self, parent):
         self.raw_send(self.iopub, "display_data", parent, P.DISPLAY_METADATA, P.DISPLAY_CONTENT)

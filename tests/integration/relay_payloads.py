@@ -54,3 +54,6 @@ FORGED_CONTENT = ('{"name":"stdout","text":"' + FORGED_TEXT + '\\n"}').encode()
 AFTER_CONTENT = b'{"name": "stdout", "text": "after the forgery\\n"}'
 
 RELAY_CODE = "relay"  # the fake kernel sends all of the above for this code
+# ... and for this one, after the execute's idle, a status "starting" with no
+# parent, as ipykernel publishes once its control thread has already answered
+LATE_STARTING_CODE = "late starting"

@@ -60,6 +60,17 @@ class RelayBase:
         self.assertEqual(len(msgs), 1, (msg_type, self.iopub))
         return msgs[0]
 
+    def test_a_late_starting_status_leaves_the_kernel_idle(self):
+        # ipykernel's control thread answers the gateway's kernel_info probe
+        # before its main thread publishes "starting" (with no parent): the
+        # kernel was ready, and stays idle, or an idle sandbox is never culled.
+        self.ks.send("shell", "execute_request", {
+            "code": P.LATE_STARTING_CODE, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        self.ks.wait_for(lambda m: m.msg_type == "status" and m.content["execution_state"] == "starting",
+                         30, "the late starting status")
+        self.assertEqual(self.gw.request("GET", f"api/kernels/{self.kid}").json()["execution_state"], "idle")
+
     def test_display_data_png_is_byte_identical(self):
         m = self.only("display_data")
         self.assertEqual(self.raw(m, "content"), P.DISPLAY_CONTENT)

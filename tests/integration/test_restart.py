@@ -162,9 +162,15 @@ class GatewayRestart(unittest.TestCase):
             "        continue\n"
             "    if '.journal.' in target:\n"
             "        journal[int(fd)] = target\n"
-            # Once it holds something: an empty journal is one the gateway does not wait for.
+            # Once it holds something: an empty journal is one the gateway does
+            # not wait for. What the journal's subscriber missed before it
+            # joined is not in it: output goes on until some is.
+            "deadline = time.monotonic() + 60\n"
             "while sum(os.fstat(fd).st_size for fd in journal) == 0:\n"
-            "    time.sleep(0.01)\n"
+            "    if not journal or time.monotonic() > deadline:\n"
+            "        raise RuntimeError(f'the journal stays empty: {journal}')\n"
+            "    print('.', end='', flush=True)\n"
+            "    time.sleep(0.05)\n"
             "for fd, target in journal.items():\n"
             "    null = os.open('/dev/null', os.O_WRONLY)\n"
             "    os.dup2(null, fd)\n"

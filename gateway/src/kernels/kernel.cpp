@@ -351,8 +351,11 @@ void kernel::on_kernel_message(channel ch, std::vector<std::string>&& frames) {
   // The execution_state of a status message, read once.
   const std::string status = ch == channel::iopub ? execution_state_of(msg) : std::string();
   // A kernel_info's busy and idle say nothing of the kernel's cells: one
-  // answered on control while a cell runs reports idle.
-  if (!status.empty() && phase_ == phase::running && msg.parent.msg_type != "kernel_info_request") {
+  // answered on control while a cell runs reports idle. Nor does a late
+  // "starting": ipykernel's control thread can answer the probe before its
+  // main thread publishes that, and the kernel is ready by then.
+  if ((status == "busy" || status == "idle") && phase_ == phase::running &&
+      msg.parent.msg_type != "kernel_info_request") {
     state_ = status;
     state_presumed_ = false;
   }
