@@ -54,10 +54,10 @@ sg::log::level parse_level(const std::string& s) {
   return sg::log::level::info;
 }
 
-// A gateway holds FDS_PER_KERNEL descriptors for each kernel (its ZeroMQ
-// sockets and their mailboxes, the sandbox's control socket and process
-// descriptors): the soft limit, often 1024, goes up to the hard one, and a
-// limit that still cannot hold --max-kernels is said at start.
+// A gateway holds about 14 descriptors for each kernel (its ZeroMQ sockets
+// and their mailboxes, the pinned socket files, the sandbox's control socket
+// and process descriptor): the soft limit, often 1024, goes up to the hard
+// one, and a limit that still cannot hold --max-kernels is said at start.
 void raise_open_file_limit(const sg::config& cfg) {
   constexpr std::size_t fds_per_kernel = 16;
   rlimit lim{};
@@ -66,8 +66,7 @@ void raise_open_file_limit(const sg::config& cfg) {
     rlimit raised{lim.rlim_max, lim.rlim_max};
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
   }
-  const std::size_t most_kernels = cfg.max_kernels + cfg.pools.size() * std::size_t{cfg.pool_max_depth};
-  const std::size_t needed = fds_per_kernel * most_kernels + 256;  // and clients, files, the registry
+  const std::size_t needed = fds_per_kernel * cfg.most_kernels() + 256;  // and clients, files, the registry
   if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed)
     sg::log::warn("open_file_limit_low",
                   {{"limit", std::to_string(lim.rlim_cur)},

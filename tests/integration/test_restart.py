@@ -178,6 +178,26 @@ class GatewayRestart(unittest.TestCase):
             "    print('silenced', target)\n"))
         self.assertIn("silenced", silenced["stdout"])
 
+    def crash_in_a_cell(self, gw, kid, code):
+        """Runs `code` over a WebSocket, crashes the gateway once the cell
+        printed and its running row is stored, and starts the next one.
+        Returns the new gateway and the cell's msg_id."""
+        ws, msg_id = self.execute_over_websocket(gw, kid, code)
+        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
+        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
+        gw.crash()
+        return self.restart(gw), msg_id
+
+    def taken_over_states(self, gw, kid):
+        """The kernel's execution_state, read until it is no longer starting."""
+        states = []
+
+        def ready():
+            states.append(self.ok(gw.request("GET", f"api/kernels/{kid}"))["execution_state"])
+            return states[-1] != "starting"
+        wait_until(ready, 30, lambda: f"the kernel to be taken over; {states[-5:]}; {gw.log_tail(10)}")
+        return states
+
     def taken_up_reads(self, gw, kid):
         return [e["journal_reads"] for e in gw.log_events()
                 if e.get("event") == "executions_taken_up" and e.get("kernel_id") == kid]
@@ -270,12 +290,7 @@ class GatewayRestart(unittest.TestCase):
     def test_a_kernel_taken_over_in_a_long_cell_is_busy_at_once_and_can_be_interrupted(self):
         gw = self.start()
         kid, _ = self.kernel_and_workspace(gw)
-        ws, msg_id = self.execute_over_websocket(gw, kid, "import time\nprint('sleeping', flush=True)\n"
-                                                          "time.sleep(120)")
-        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
-        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
-        gw.crash()
-        gw2 = self.restart(gw)
+        gw2, msg_id = self.crash_in_a_cell(gw, kid, "import time\nprint('sleeping', flush=True)\ntime.sleep(120)")
         # Its shell waits for the cell; the kernel answers on control, long
         # before the cell would end.
         wait_until(lambda: self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"] == "busy", 30,
@@ -295,21 +310,12 @@ class GatewayRestart(unittest.TestCase):
         gw = self.start()
         kid, _ = self.kernel_and_workspace(gw)
         self.silence_journal(gw, kid)
-        ws, msg_id = self.execute_over_websocket(
+        # Crashed once its running row is stored (with no journal, nothing else tells of it).
+        gw2, msg_id = self.crash_in_a_cell(
             gw, kid, "import time\nfor i in range(80):\n    print(i, flush=True)\n    time.sleep(0.1)\n'done'")
-        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
-        # Its running row is stored (with no journal, nothing else tells of it).
-        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
-        gw.crash()
-        gw2 = self.restart(gw)
         # Taken over mid-cell, the kernel is busy as soon as it is ready, not
         # idle while its journal is reread (two seconds here).
-        states = []
-
-        def ready():
-            states.append(self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"])
-            return states[-1] != "starting"
-        wait_until(ready, 30, lambda: f"the kernel to be taken over; {states[-5:]}")
+        states = self.taken_over_states(gw2, kid)
         self.assertEqual(states[-1], "busy", states)
         self.assertFalse([e for e in gw2.log_events() if e.get("event") == "executions_taken_up"],
                          "the journal was still being reread")
@@ -336,7 +342,7 @@ class GatewayRestart(unittest.TestCase):
         gw = self.start()
         kid, _ = self.kernel_and_workspace(gw)
         self.silence_journal(gw, kid)
-        ws, msg_id = self.execute_over_websocket(gw, kid, (
+        gw2, msg_id = self.crash_in_a_cell(gw, kid, (
             "import os, sys, time\n"
             "print('waiting', flush=True)\n"
             "while not os.path.exists('go'):\n"
@@ -346,12 +352,7 @@ class GatewayRestart(unittest.TestCase):
             "    sys.stdout.write(chunk)\n"
             "    sys.stdout.flush()\n"
             "'done'"))
-        ws.wait_for(lambda m: m.parent_id == msg_id and m.msg_type == "stream", 60, "the cell to be under way")
-        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 10, "the cell's running row")
-        gw.crash()
-        gw2 = self.restart(gw)
-        wait_until(lambda: self.ok(gw2.request("GET", f"api/kernels/{kid}"))["execution_state"] != "starting", 30,
-                   "the kernel to be taken over")
+        self.taken_over_states(gw2, kid)
         self.assertEqual(self.taken_up_reads(gw2, kid), [], "the journal is being reread")
         sid = self.ok(gw2.request("GET", f"api/kernels/{kid}"))["sandbox_id"]
         self.ok(gw2.request("PUT", f"api/sandboxes/{sid}/files/go", raw=b""), 201)

@@ -57,6 +57,12 @@ struct config {
   // pool_max_depth, within pool_memory_bytes for all pools together.
   std::map<std::string, unsigned> pools;
   unsigned pool_max_depth = 32;
+
+  // The most kernels this gateway may hold at once: --max-kernels and the
+  // pools at their deepest.
+  [[nodiscard]] std::size_t most_kernels() const noexcept {
+    return max_kernels + pools.size() * std::size_t{pool_max_depth};
+  }
   std::uint64_t pool_memory_bytes = 4ull * 1024 * 1024 * 1024;
   std::vector<std::string> pool_preload;  // modules pool kernels import before they are claimed
 };

@@ -37,9 +37,10 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
   zmq_.set(zmq::ctxopt::blocky, false);
   // ZeroMQ refuses a socket past its context's limit (1023 by default) with
   // EMFILE: each kernel has four, as many kernels as may run, pools' too.
-  const std::size_t most_kernels = cfg.max_kernels + cfg.pools.size() * std::size_t{cfg.pool_max_depth};
-  const auto sockets = std::min<std::size_t>(4 * most_kernels + 64, zmq_.get(zmq::ctxopt::socket_limit));
-  zmq_.set(zmq::ctxopt::max_sockets, static_cast<int>(std::max<std::size_t>(sockets, 1023)));
+  // Never above what this libzmq can take (setting more throws).
+  const auto sockets = std::min<std::size_t>(std::max<std::size_t>(4 * cfg.most_kernels() + 64, 1023),
+                                             zmq_.get(zmq::ctxopt::socket_limit));
+  zmq_.set(zmq::ctxopt::max_sockets, static_cast<int>(sockets));
   // A sandbox that ends by itself (TTL) or is culled takes its kernels with it.
   sandboxes_.on_sandbox_end([this](const std::shared_ptr<sandbox_entry>& s, const std::string& reason) {
     if (auto m = pool_.forget(s->id)) m->k->terminate("sandbox " + reason);
