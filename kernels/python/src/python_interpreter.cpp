@@ -15,6 +15,7 @@
 
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/startup_timing.hpp"
+#include "comms_script.hpp"
 #include "startup_script.hpp"
 
 namespace py = pybind11;
@@ -145,6 +146,7 @@ void python_interpreter::configure_impl() {
   scope["__name__"] = "sandgate_startup";
   scope["__builtins__"] = py::module_::import("builtins");
   py::exec(startup_script, scope);
+  py::exec(comms_script, scope);
   python_version_ = py::module_::import("platform").attr("python_version")().cast<std::string>();
   scope["setup"](m_ipython_shell, py::cast(preload_modules_));
   // Python's own SIGINT handler, counted: interrupt() knows when a signal

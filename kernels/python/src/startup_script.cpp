@@ -263,6 +263,7 @@ def setup(shell, preload_modules):
     _fix_error_names(shell)
     _history_in_memory(shell)
     flush_output = _group_output_lines(shell)
+    install_comms(shell, flush_output)  # comms_script.cpp, run in this module
     _configure_matplotlib_env()
     _register_figure_formatter(shell)
     shell.events.register("post_run_cell", _flush_open_figures)
