@@ -89,3 +89,84 @@ for (const kernel of kernelNames.filter((k) => plotCell[k])) {
     }
   });
 }
+
+// Debian's ipywidgets 6 and its Notebook extension (jupyter-js-widgets 2.1):
+// the kernel's widget comms travel through Notebook and sandgate to the
+// page's widget manager and back. The extension cannot draw the slider in
+// Debian's Notebook 6.4, with or without sandgate: it displays views only
+// into a cell's `widgetarea`, which Notebook 5 removed (codecell.js has
+// none), so the test checks the models the page holds, not a drawn view.
+const sliderValue = (page) => page.evaluate(async () => {
+  const manager = Jupyter.WidgetManager._managers[0];
+  const models = await Promise.all(Object.values(manager._models));
+  const slider = models.find((m) => m.get('_model_name') === 'IntSliderModel' && m.get('description') === 'sandgate');
+  return slider === undefined ? null : slider.get('value');
+});
+
+// Polls the page's slider model until it holds `value` (null: no model yet).
+async function waitForSlider(page, value, ms) {
+  const deadline = Date.now() + ms;
+  let seen = null;
+  while (Date.now() < deadline) {
+    seen = await sliderValue(page);
+    if (seen === value) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`the page's slider model is ${seen}, not ${value}, after ${ms} ms`);
+}
+
+for (const kernel of kernelNames) {
+  test(`an IntSlider on ${kernel} syncs both ways with Notebook's widget manager`, { timeout: 240000 }, async () => {
+    const file = `widget-${kernel}.ipynb`;
+    const nb = {
+      nbformat: 4,
+      nbformat_minor: 5,
+      metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
+      cells: [
+        {
+          cell_type: 'code', id: 'slider', metadata: {}, execution_count: null, outputs: [],
+          source: "import ipywidgets\nslider = ipywidgets.IntSlider(value=3, min=0, max=10, description='sandgate')\nslider",
+        },
+      ],
+    };
+    fs.writeFileSync(path.join(root, file), JSON.stringify(nb, null, 1));
+    const page = await context.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+    try {
+      await page.goto(`${notebookUrl}notebooks/${file}?token=${token}`, { timeout: 60000 });
+      await page.waitForFunction(
+        () => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected()
+          && Jupyter.WidgetManager && Jupyter.WidgetManager._managers.length > 0,
+        null,
+        { timeout: 120000 }
+      );
+      await page.evaluate(() => Jupyter.notebook.execute_all_cells());
+      // The kernel's comm_open made the model in the page, with the kernel's state.
+      await waitForSlider(page, 3, 120000);
+
+      // The page changes the model (as a drag does): the kernel sees it.
+      await page.evaluate(async () => {
+        const models = await Promise.all(Object.values(Jupyter.WidgetManager._managers[0]._models));
+        const slider = models.find((m) => m.get('description') === 'sandgate');
+        slider.set('value', 7);
+        slider.save_changes();
+      });
+      const printed = await page.evaluate(() => new Promise((resolve, reject) => {
+        // Comm messages and executes share the shell channel, in order.
+        Jupyter.notebook.kernel.execute('print(slider.value)', {
+          iopub: { output: (msg) => msg.msg_type === 'stream' && resolve(msg.content.text) },
+        });
+        setTimeout(() => reject(new Error('no output from print(slider.value)')), 20000);
+      }));
+      assert.equal(printed.trim(), '7');
+
+      // The kernel changes it: the page's model follows.
+      await page.evaluate(() => Jupyter.notebook.kernel.execute('slider.value = 9'));
+      await waitForSlider(page, 9, 20000);
+      assert.deepEqual(problems, []);
+    } finally {
+      await page.close();
+    }
+  });
+}
