@@ -86,10 +86,6 @@ int run(sg::config cfg) {
   } else {
     token = *cfg.auth_token;
   }
-  if (!cfg.certfile.empty())
-    throw sg::config_error(
-        "--certfile/--keyfile: TLS is not served by this build; terminate TLS in a proxy "
-        "(HAProxy, nginx) in front of a loopback listener");
   fs::create_directories(cfg.state_dir);
   fs::permissions(cfg.state_dir, fs::perms::owner_all);
   cfg.state_dir = fs::canonical(cfg.state_dir);

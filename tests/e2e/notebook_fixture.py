@@ -47,6 +47,7 @@ class Notebook:
     """`app`: "notebook" (Notebook 6) or "jupyter_server"."""
 
     def __init__(self, gw, timeout=60, app="notebook"):
+        """A gateway with `tls` is trusted through --GatewayClient.ca_certs."""
         self.gw = gw
         self.token = "nb-" + uuid.uuid4().hex
         self.tmp = tempfile.mkdtemp(prefix="sandgate-nb-")
@@ -67,6 +68,12 @@ class Notebook:
                f"--gateway-url={gw.url.rstrip('/')}",
                f"--GatewayClient.auth_token={gw.token}", "--GatewayClient.request_timeout=120",
                f"--{conf}.disable_check_xsrf=False"]
+        if gw.tls:
+            # Jupyter Server 1.x and Notebook 6 apply ca_certs only together
+            # with a client certificate; the TLS default context they fall
+            # back to reads SSL_CERT_FILE.
+            cmd.append(f"--GatewayClient.ca_certs={gw.tls.ca}")
+            env["SSL_CERT_FILE"] = gw.tls.ca
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         self.log = open(self.log_path, "wb")
         d = Deadline(timeout)

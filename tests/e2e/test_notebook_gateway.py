@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import sys
+import tempfile
 import unittest
 import urllib.parse
 import uuid
@@ -13,7 +14,8 @@ import uuid
 from notebook_fixture import Gateway, Notebook
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from sandgate_fixture import Deadline, KernelSocket, kernel_names, result_text, stream_text  # noqa: E402
+from sandgate_fixture import (Deadline, KernelSocket, TestCertificates, kernel_names, result_text,  # noqa: E402
+                              stream_text)
 
 
 class NotebookEndpoint:
@@ -22,6 +24,7 @@ class NotebookEndpoint:
     def __init__(self, nb):
         self.ws_base = nb.ws_base
         self.token = nb.token
+        self.tls = None  # Notebook itself is served over plain HTTP
 
 
 def relayed(ks, seconds=60):
@@ -45,10 +48,17 @@ def relayed(ks, seconds=60):
 
 class NotebookThroughGateway(unittest.TestCase):
     app = "notebook"
+    tls = False  # True: the gateway serves https/wss, trusted through a CA file
 
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(name=f"e2e-{cls.app}-gateway")
+        certs = None
+        if cls.tls:
+            cls.certs_dir = tempfile.TemporaryDirectory(prefix="sandgate-e2e-tls-")
+            certs = TestCertificates(cls.certs_dir.name)
+        cls.gw = Gateway(name=f"e2e-{cls.app}-gateway", tls=certs)
+        if cls.tls:
+            assert cls.gw.url.startswith("https://"), cls.gw.url
         try:
             cls.nb = Notebook(cls.gw, app=cls.app)
         except BaseException:
@@ -59,6 +69,8 @@ class NotebookThroughGateway(unittest.TestCase):
     def tearDownClass(cls):
         cls.nb.stop()
         code, taken = cls.gw.stop()
+        if cls.tls:
+            cls.certs_dir.cleanup()
         if code != 0:
             raise AssertionError(f"sandgate exited {code} on SIGTERM")
 
@@ -148,6 +160,13 @@ class NotebookThroughGateway(unittest.TestCase):
 class JupyterServerThroughGateway(NotebookThroughGateway):
     """The same through Jupyter Server 1.x, which JupyterLab runs on."""
     app = "jupyter_server"
+
+
+class JupyterServerThroughTlsGateway(NotebookThroughGateway):
+    """Jupyter Server with --gateway-url https://... and
+    --GatewayClient.ca_certs: REST over HTTPS, channels over WSS."""
+    app = "jupyter_server"
+    tls = True
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import resource
 import select
 import signal
 import shutil
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -140,15 +141,46 @@ def remove_state_dir(state_dir):
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
+class TestCertificates:
+    """A throwaway CA and a server certificate it signed for 127.0.0.1 and
+    localhost, made with the openssl command in `directory`."""
+
+    def __init__(self, directory):
+        self.ca = os.path.join(directory, "ca.pem")
+        self.cert = os.path.join(directory, "cert.pem")
+        self.key = os.path.join(directory, "key.pem")
+        ca_key = os.path.join(directory, "ca.key")
+        csr = os.path.join(directory, "server.csr")
+        ext = os.path.join(directory, "server.ext")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+
+        def openssl(*args):
+            subprocess.run(["openssl", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", self.ca,
+                "-days", "2", "-subj", "/CN=Sandgate test CA")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key, "-out", csr, "-subj", "/CN=localhost")
+        openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", ca_key, "-CAcreateserial", "-out", self.cert,
+                "-days", "2", "-extfile", ext)
+
+    def client_context(self):
+        return ssl.create_default_context(cafile=self.ca)
+
+
 class Gateway:
     """One sandgate process. Use as a context manager or call stop()."""
 
     def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False, state_dir=None,
-                 token=None, keep_kernels=False, open_files=None):
+                 token=None, keep_kernels=False, open_files=None, tls=None):
         """`state_dir`: one an earlier gateway used (it is then left for its
         owner to remove). `keep_kernels`: a stop leaves sandboxed kernels
         running, as sandgate does by default; otherwise they end with it.
-        `open_files`: (soft, hard) RLIMIT_NOFILE the gateway starts with."""
+        `open_files`: (soft, hard) RLIMIT_NOFILE the gateway starts with.
+        `tls`: TestCertificates to serve https and wss with."""
+        self.tls = tls
+        if tls:
+            args = (*args, "--certfile", tls.cert, "--keyfile", tls.key)
         self.token = token or "it-" + uuid.uuid4().hex
         self.owns_state = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="sandgate-it-")
@@ -168,7 +200,8 @@ class Gateway:
         parsed = urllib.parse.urlparse(self.url)
         self.host, self.port = parsed.hostname, parsed.port
         self.base_path = parsed.path
-        self.ws_base = f"ws://{self.host}:{self.port}{self.base_path}"
+        ws_scheme = "wss" if parsed.scheme == "https" else "ws"
+        self.ws_base = f"{ws_scheme}://{self.host}:{self.port}{self.base_path}"
         self.stopped = False
 
     def _read_url(self, seconds):
@@ -289,7 +322,11 @@ class Gateway:
         if body is not None:
             data = json.dumps(body).encode()
             hdrs.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        if self.tls:
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
+                                               context=self.tls.client_context())
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             conn.request(method, self.base_path + path.lstrip("/"), body=data, headers=hdrs)
             r = conn.getresponse()
@@ -439,8 +476,9 @@ class KernelSocket:
         elif auth == "query":
             query["token"] = token
         url = f"{gw.ws_base}api/kernels/{kernel_id}/channels?{urllib.parse.urlencode(query)}"
+        tls = {"sslopt": {"ca_certs": gw.tls.ca}} if gw.tls else {}
         self.ws = websocket.create_connection(url, timeout=timeout, header=headers,
-                                              subprotocols=[V1_PROTOCOL] if v1 else None)
+                                              subprotocols=[V1_PROTOCOL] if v1 else None, **tls)
         chosen = self.ws.getsubprotocol()
         if v1 and chosen != V1_PROTOCOL:
             raise AssertionError(f"gateway chose subprotocol {chosen!r}, not {V1_PROTOCOL}")
