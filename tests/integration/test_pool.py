@@ -43,7 +43,8 @@ def sandbox_processes(state_dir):
 @unittest.skipUnless(has_sandgate_python(), "the build has no sandgate-python")
 class PoolTest(GatewayTestCase):
     sandboxed = True
-    gateway_args = ("--pool", f"python={POOL_DEPTH}", "--pool-preload", "ftplib", "--max-kernels", "3")
+    gateway_args = ("--pool", f"python={POOL_DEPTH}", "--pool-preload", "ftplib", "--max-kernels", "3",
+                    "--kernel-env-allow", "SANDGATE_IT_MARK")
 
     def setUp(self):
         wait_for_ready(self.gw, POOL_DEPTH)

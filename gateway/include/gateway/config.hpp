@@ -28,6 +28,9 @@ struct config {
   std::filesystem::path tokens_file;  // principals and quotas by token digest; empty: only --auth-token
   std::filesystem::path policy_file;  // default sandbox policy; empty: the installed default.json
   std::vector<std::string> unsandboxed_kernels;  // kernelspecs the operator lets run outside a sandbox
+  // Variables a POST /api/kernels `env` may set besides KERNEL_* (as Kernel
+  // Gateway's env_whitelist; "*" lets every one through). Others are dropped.
+  std::vector<std::string> kernel_env_allow;
   std::uint16_t node_id = 0;
   std::string log_level = "info";
   std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log

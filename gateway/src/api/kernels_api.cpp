@@ -19,7 +19,20 @@ namespace {
 constexpr std::size_t max_env_entries = 256;
 constexpr std::size_t max_env_value_bytes = 64 * 1024;
 
-std::optional<std::map<std::string, std::string>> parse_env(const json& body, std::string& error) {
+// What a kernel start request's env may set: KERNEL_* and the operator's
+// --kernel-env-allow names. Jupyter Server and Notebook send their whole
+// environment (HOME, PATH, tokens, anything secret in it); as Kernel
+// Gateway does, only those names reach the kernel, the rest is dropped.
+bool client_may_set(const std::string& name, const std::vector<std::string>& allowed) {
+  if (name.rfind("KERNEL_", 0) == 0) return true;
+  return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) { return a == "*" || a == name; });
+}
+
+// The request's env, filtered by client_may_set (names that are not
+// identifiers are dropped too, as exported bash functions are); an env that
+// is not an object of strings is an error.
+std::optional<std::map<std::string, std::string>> parse_env(const json& body, const std::vector<std::string>& allowed,
+                                                            std::string& error) {
   std::map<std::string, std::string> env;
   if (!body.contains("env") || body["env"].is_null()) return env;
   const auto& e = body["env"];
@@ -28,11 +41,11 @@ std::optional<std::map<std::string, std::string>> parse_env(const json& body, st
     return std::nullopt;
   }
   for (const auto& [k, v] : e.items()) {
-    if (!is_env_name(k) || !v.is_string() || v.get_ref<const std::string&>().size() > max_env_value_bytes) {
-      error = "\"env\": bad entry \"" + k + "\" (names are identifiers, values strings)";
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > max_env_value_bytes) {
+      error = "\"env\": bad entry \"" + k + "\" (values are strings of at most 64 KiB)";
       return std::nullopt;
     }
-    env[k] = v.get<std::string>();
+    if (client_may_set(k, allowed) && is_env_name(k)) env[k] = v.get<std::string>();
   }
   return env;
 }
@@ -153,7 +166,7 @@ void router::post_kernel(context& ctx) {
   if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
   if (body->contains("name") && !(*body)["name"].is_string() && !(*body)["name"].is_null())
     return ctx.reply(ctx.error(http::status::bad_request, "\"name\" must be a string"));
-  auto env = parse_env(*body, error);
+  auto env = parse_env(*body, cfg_.kernel_env_allow, error);
   if (!env) return ctx.reply(ctx.error(http::status::bad_request, error));
   const std::string name = body->value("name", json()).is_string() ? (*body)["name"].get<std::string>() : "";
   const auto sandbox = body->value("sandbox_id", json());

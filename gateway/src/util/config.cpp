@@ -79,6 +79,10 @@ const std::vector<option>& options() {
       {"unsandboxed-kernels", "NAME[,NAME]",
        "kernelspecs allowed to run WITHOUT a sandbox (operator opt-out)",
        [](config& c, const std::string& v) { c.unsandboxed_kernels = split_list(v); }},
+      {"kernel-env-allow", "NAME[,NAME]",
+       "variables a kernel start request's env may set besides KERNEL_* ('*': all; default none): "
+       "Jupyter clients send their whole environment, which is dropped",
+       [](config& c, const std::string& v) { c.kernel_env_allow = split_list(v); }},
       {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
        SG_NUM(node_id)},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
