@@ -108,7 +108,8 @@ int run(sg::config cfg) {
   kernels.sandboxes().set_audit(&audit);
   kernels.restore();
   kernels.fill_pools();
-  sg::router router(cfg, kernels, token, audit, exe_dir / ".." / "share" / "sandgate" / "openapi.json");
+  sg::router router(cfg, kernels, *registry, token, audit,
+                    exe_dir / ".." / "share" / "sandgate" / "openapi.json");
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};
   std::unique_ptr<boost::asio::ssl::context> tls;

@@ -1,15 +1,21 @@
 """A gateway that stops or is killed leaves its sandboxes running; the next
 gateway on the same state dir takes them back from the registry: same ids,
-variables, files, TTLs and metadata. What ended while no gateway ran answers
+variables, files, TTLs, metadata and /api/sessions records (with their
+owners). What ended while no gateway ran answers
 404 with its reason; a corrupt registry is set aside without touching the
 sandboxes it described. Needs root (as CI runs)."""
 
 import datetime
+import hashlib
+import json
 import os
+import signal
 import socket
 import sqlite3
+import tempfile
 import time
 import unittest
+import uuid
 
 from sandgate_fixture import Gateway, remove_state_dir, result_text, wait_until
 
@@ -23,6 +29,23 @@ def stored_execution(state_dir, kernel_id, msg_id):
         return row and row[0]
     finally:
         db.close()
+
+
+def stored_session_ids(state_dir):
+    """The ids of the /api/sessions records the gateway's registry holds (read-only)."""
+    db = sqlite3.connect(f"file:{os.path.join(state_dir, 'registry.db')}?mode=ro", uri=True, timeout=5)
+    try:
+        return sorted(row[0] for row in db.execute("SELECT id FROM sessions"))
+    finally:
+        db.close()
+
+
+def cmdline_of(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def sandbox_host_uids(supervisor_pids):
@@ -61,16 +84,16 @@ def alive(pid):
 
 @unittest.skipUnless(os.geteuid() == 0, "sandboxes need root")
 class GatewayRestart(unittest.TestCase):
-    def start(self, **kw):
-        gw = Gateway(name=self.id().rsplit(".", 1)[-1], sandboxed=True, keep_kernels=True, **kw)
+    def start(self, *args, **kw):
+        gw = Gateway(*args, name=self.id().rsplit(".", 1)[-1], sandboxed=True, keep_kernels=True, **kw)
         if "state_dir" not in kw:
             gw.owns_state = False  # the test removes it once every gateway on it is gone
             self.addCleanup(remove_state_dir, gw.state_dir)
         self.addCleanup(lambda: gw.stopped or gw.crash())
         return gw
 
-    def restart(self, old):
-        return self.start(state_dir=old.state_dir, token=old.token)
+    def restart(self, old, *args):
+        return self.start(*args, state_dir=old.state_dir, token=old.token)
 
     def ok(self, r, status=200):
         self.assertEqual(r.status, status, r)
@@ -454,6 +477,113 @@ class GatewayRestart(unittest.TestCase):
         self.assertTrue(old_uids and new_uids, (old_uids, new_uids))
         self.assertFalse(old_uids & new_uids, "a new sandbox shares host uids with one the gateway does not know")
 
+
+    # --- /api/sessions -----------------------------------------------------
+    def new_session(self, gw, path, token=None):
+        body = {"path": path, "name": os.path.basename(path), "type": "notebook", "kernel": {"name": "python"}}
+        s = self.ok(gw.request("POST", "api/sessions", body, token=token, timeout=120), 201)
+        self.assertEqual((s["path"], s["type"]), (path, "notebook"), s)
+        return s
+
+    def assert_same_session(self, gw, expected, token=None):
+        """GET /api/sessions lists `expected` and GET /api/sessions/{id}
+        returns it: the same id, path, name, type and kernel."""
+        listed = {s["id"]: s for s in self.ok(gw.request("GET", "api/sessions", token=token))}
+        self.assertIn(expected["id"], listed, gw.log_tail(10))
+        got = self.ok(gw.request("GET", f"api/sessions/{expected['id']}", token=token))
+        for s in (listed[expected["id"]], got):
+            for key in ("id", "path", "name", "type", "notebook"):
+                self.assertEqual(s[key], expected[key], key)
+            self.assertIsNotNone(s["kernel"], s)
+            self.assertEqual(s["kernel"]["id"], expected["kernel"]["id"])
+
+    def test_sessions_survive_sigterm_and_kill_9_and_a_delete_is_for_good(self):
+        gw = self.start()
+        s = self.new_session(gw, "work/a.ipynb")
+        kid = s["kernel"]["id"]
+        self.run_code(gw, kid, "x = 41")
+        code, _ = gw.stop()
+        self.assertEqual(code, 0)
+
+        gw2 = self.restart(gw)
+        self.assertEqual({k["id"] for k in self.ok(gw2.request("GET", "api/kernels"))}, {kid})
+        self.assert_same_session(gw2, s)
+        self.assertEqual(self.run_code(gw2, kid, "x + 1")["result"], "42")
+        # A rename after the restart is kept for the next gateway.
+        moved = self.ok(gw2.request("PATCH", f"api/sessions/{s['id']}", {"path": "work/b.ipynb", "name": "b.ipynb"}))
+        self.assertEqual((moved["id"], moved["path"], moved["name"]), (s["id"], "work/b.ipynb", "b.ipynb"))
+        gw2.crash()
+
+        gw3 = self.restart(gw2)
+        self.assert_same_session(gw3, moved)
+        # Asking again for the same path finds it, as before the restarts.
+        again = self.ok(gw3.request("POST", "api/sessions", {"path": "work/b.ipynb", "type": "notebook"}), 201)
+        self.assertEqual((again["id"], again["kernel"]["id"]), (s["id"], kid))
+        self.assertEqual(len(self.ok(gw3.request("GET", "api/sessions"))), 1)
+        self.assertEqual(gw3.request("DELETE", f"api/sessions/{s['id']}").status, 204)
+        self.assertEqual(gw3.request("GET", f"api/sessions/{s['id']}").status, 404)
+        gw3.crash()
+
+        gw4 = self.restart(gw3)
+        self.assertEqual(self.ok(gw4.request("GET", "api/sessions")), [])
+        self.assertEqual(gw4.request("GET", f"api/sessions/{s['id']}").status, 404)
+        self.assertEqual(gw4.request("GET", f"api/kernels/{kid}").status, 404)  # it went with its session
+        self.assertEqual(stored_session_ids(gw4.state_dir), [])
+
+    def test_a_session_whose_kernel_did_not_come_back_is_not_listed(self):
+        gw = self.start()
+        kept = self.new_session(gw, "kept.ipynb")
+        lost = self.new_session(gw, "lost.ipynb")
+        lost_kid = lost["kernel"]["id"]
+        sandbox = self.ok(gw.request("GET", f"api/kernels/{lost_kid}"))["sandbox_id"]
+        supervisors = [p for p in gw.kernel_pids() if sandbox.encode() in cmdline_of(p)]
+        self.assertTrue(supervisors)
+        gw.crash()
+        # Its sandbox ends while no gateway runs (pid 1 of its namespace: its
+        # kernel goes with it).
+        for pid in supervisors:
+            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not any(alive(p) for p in supervisors), 20, "the sandbox to end")
+
+        gw2 = self.restart(gw)
+        wait_until(lambda: gw2.request("GET", f"api/kernels/{lost_kid}").status == 404, 30,
+                   lambda: f"the lost kernel to be seen as ended; {gw2.log_tail(10)}")
+        self.assertEqual([x["id"] for x in self.ok(gw2.request("GET", "api/sessions"))], [kept["id"]])
+        self.assert_same_session(gw2, kept)
+        code, _ = gw2.stop()
+        self.assertEqual(code, 0)
+
+        # The next gateway does not take it back at all.
+        gw3 = self.restart(gw2)
+        self.assertEqual([x["id"] for x in self.ok(gw3.request("GET", "api/sessions"))], [kept["id"]])
+        self.assertEqual(gw3.request("GET", f"api/sessions/{lost['id']}").status, 404)
+        self.assert_same_session(gw3, kept)
+        self.assertEqual(stored_session_ids(gw3.state_dir), [kept["id"]])
+
+    def test_a_restored_session_is_still_its_owners_alone(self):
+        tokens = {name: f"{name}-{uuid.uuid4().hex}" for name in ("alice", "bob")}
+        fd, tokens_path = tempfile.mkstemp(suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"principals": [{"name": n, "token_sha256": hashlib.sha256(t.encode()).hexdigest()}
+                                      for n, t in tokens.items()]}, f)
+        self.addCleanup(os.unlink, tokens_path)
+        args = ("--tokens-file", tokens_path)
+        gw = self.start(*args)
+        s = self.new_session(gw, "alice.ipynb", token=tokens["alice"])
+        gw.crash()
+
+        gw2 = self.restart(gw, *args)
+        self.assert_same_session(gw2, s, token=tokens["alice"])
+        bob = tokens["bob"]
+        self.assertEqual(self.ok(gw2.request("GET", "api/sessions", token=bob)), [])
+        for method, body in (("GET", None), ("PATCH", {"path": "bob.ipynb"}), ("DELETE", None)):
+            r = gw2.request(method, f"api/sessions/{s['id']}", body, token=bob)
+            self.assertEqual(r.status, 404, (method, r))
+            self.assertEqual(set(r.json()), {"reason", "message"})
+        # Bob asking for the same path gets a session of his own.
+        mine = self.new_session(gw2, "alice.ipynb", token=bob)
+        self.assertNotEqual(mine["id"], s["id"])
+        self.assert_same_session(gw2, s, token=tokens["alice"])
 
 if __name__ == "__main__":
     unittest.main()

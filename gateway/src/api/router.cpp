@@ -42,16 +42,18 @@ std::string path_of(std::string_view target) {
 
 }  // namespace
 
-router::router(const config& cfg, kernel_manager& kernels, std::string token, audit_log& audit,
+router::router(const config& cfg, kernel_manager& kernels, registry& reg, std::string token, audit_log& audit,
                const std::filesystem::path& openapi_file)
     : cfg_(cfg),
       kernels_(kernels),
+      sessions_(reg),
       auth_(std::move(token), cfg.tokens_file),
       audit_(audit),
       execution_audit_(std::make_shared<execution_audit>(kernels.io(), audit)),
       openapi_(load_openapi_document(openapi_file, cfg.base_url)) {
   for (const auto& k : kernels_.list())  // taken back from an earlier gateway
     watch(k);
+  sessions_.restore([this](const std::string& kernel_id) { return kernels_.find(kernel_id) != nullptr; });
 }
 
 const std::shared_ptr<kernel>& router::watch(const std::shared_ptr<kernel>& k) {

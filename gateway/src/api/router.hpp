@@ -63,8 +63,9 @@ class router {
   // Throws std::runtime_error when the tokens file cannot be used. Audits
   // into `audit` (which outlives the router) the executions of the kernels
   // listed now and of every kernel it starts. `openapi_file`: the OpenAPI
-  // document served at /api/openapi.json.
-  router(const config& cfg, kernel_manager& kernels, std::string token, audit_log& audit,
+  // document served at /api/openapi.json. Keeps /api/sessions in `reg`
+  // (which outlives the router) and takes back those of the kernels listed now.
+  router(const config& cfg, kernel_manager& kernels, registry& reg, std::string token, audit_log& audit,
          const std::filesystem::path& openapi_file);
 
   void handle(request&& req, responder respond);
@@ -165,7 +166,7 @@ class router {
 
   const config& cfg_;
   kernel_manager& kernels_;
-  session_store sessions_;
+  session_store sessions_;  // written through to the registry
   authenticator auth_;
   audit_log& audit_;
   std::shared_ptr<execution_audit> execution_audit_;

@@ -1,6 +1,43 @@
 #include "sessions.hpp"
 
+#include "../registry/registry.hpp"
+
+#include <gateway/log.hpp>
+
+#include <ctime>
+
 namespace sandgate::gateway {
+
+void session_store::restore(const std::function<bool(const std::string& kernel_id)>& known) {
+  std::vector<session_row> rows;
+  try {
+    rows = registry_.sessions();
+  } catch (const std::exception& e) {
+    log::error("registry_read_failed", {{"what", "sessions"}, {"error", e.what()}});
+    return;
+  }
+  for (const auto& row : rows) {
+    if (!known(row.kernel_id)) {
+      log::info(
+          "session_dropped",
+          {{"session_id", row.id}, {"kernel_id", row.kernel_id}, {"why", "its kernel did not come back"}});
+      registry_.delete_session(row.id);
+      continue;
+    }
+    records_[row.id] = {row.id, row.path, row.name, row.type, row.kernel_id, row.owner, row.created};
+  }
+}
+
+void session_store::put(session_record s) {
+  if (s.created == 0) s.created = static_cast<std::int64_t>(std::time(nullptr));
+  registry_.put_session({s.id, s.path, s.name, s.type, s.kernel_id, s.owner, s.created});
+  records_[s.id] = std::move(s);
+}
+
+void session_store::erase(const std::string& id) {
+  registry_.delete_session(id);
+  records_.erase(id);
+}
 
 session_record* session_store::find(const std::string& id) {
   auto it = records_.find(id);
@@ -21,6 +58,7 @@ std::vector<session_record> session_store::list() const {
 }
 
 void session_store::forget_kernel(const std::string& kernel_id) {
+  registry_.delete_sessions_of(kernel_id);
   std::erase_if(records_, [&](const auto& kv) { return kv.second.kernel_id == kernel_id; });
 }
 

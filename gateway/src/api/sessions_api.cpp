@@ -108,10 +108,13 @@ void router::patch_session(context& ctx, const std::string& id) {
   if (body->contains("type")) s->type = string_field(*body, "type");
   const json kernel_req =
       body->contains("kernel") && (*body)["kernel"].is_object() ? (*body)["kernel"] : json::object();
-  if (auto kid = string_field(kernel_req, "id"); !kid.empty()) {
+  const std::string kid = string_field(kernel_req, "id");
+  if (!kid.empty()) {
     if (!own_kernel(ctx, kid)) return;
     s->kernel_id = kid;
-  } else if (auto kname = string_field(kernel_req, "name"); !kname.empty()) {
+  }
+  sessions_.put(*s);
+  if (auto kname = string_field(kernel_req, "name"); kid.empty() && !kname.empty()) {
     auto current = kernels_.find(s->kernel_id);
     if (!current || current->name() != kname) {
       auto self = ctx.shared_from_this();
@@ -123,6 +126,7 @@ void router::patch_session(context& ctx, const std::string& id) {
             auto* rec = sessions_.find(id);
             if (!rec) return self->reply(self->error(http::status::not_found, "Session was deleted"));
             rec->kernel_id = k->id();
+            sessions_.put(*rec);
             watch(k);
             audit_session_kernel(*self, *k, id);
             if (auto old = kernels_.find(old_kernel))

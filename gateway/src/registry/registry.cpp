@@ -51,6 +51,18 @@ constexpr const char* migrations[] = {
     ALTER TABLE executions ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX executions_running ON executions (kernel_id) WHERE running = 1;
     )sql",
+    R"sql(
+    CREATE TABLE sessions (
+      id TEXT PRIMARY KEY,
+      path TEXT NOT NULL,
+      name TEXT NOT NULL,
+      type TEXT NOT NULL,
+      kernel_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      created INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_by_kernel ON sessions (kernel_id);
+    )sql",
 };
 
 std::int64_t unix_now() {
@@ -370,6 +382,51 @@ void registry::purge_ended(std::int64_t before) {
   } catch (const std::exception& e) {
     log::error("registry_write_failed", {{"error", e.what()}});
   }
+}
+
+void registry::put_session(const session_row& s) {
+  try {
+    statement st(db_,
+                 "INSERT OR REPLACE INTO sessions (id, path, name, type, kernel_id, owner, created) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    st.bind(1, s.id)
+        .bind(2, s.path)
+        .bind(3, s.name)
+        .bind(4, s.type)
+        .bind(5, s.kernel_id)
+        .bind(6, s.owner)
+        .bind(7, s.created)
+        .step();
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"session_id", s.id}, {"error", e.what()}});
+  }
+}
+
+void registry::delete_session(const std::string& id) {
+  try {
+    statement st(db_, "DELETE FROM sessions WHERE id = ?1");
+    st.bind(1, id).step();
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"session_id", id}, {"error", e.what()}});
+  }
+}
+
+void registry::delete_sessions_of(const std::string& kernel_id) {
+  try {
+    statement st(db_, "DELETE FROM sessions WHERE kernel_id = ?1");
+    st.bind(1, kernel_id).step();
+  } catch (const std::exception& e) {
+    log::error("registry_write_failed", {{"kernel_id", kernel_id}, {"error", e.what()}});
+  }
+}
+
+std::vector<session_row> registry::sessions() const {
+  std::vector<session_row> rows;
+  statement st(
+      db_, "SELECT id, path, name, type, kernel_id, owner, created FROM sessions ORDER BY created, rowid");
+  while (st.step())
+    rows.push_back({st.text(0), st.text(1), st.text(2), st.text(3), st.text(4), st.text(5), st.integer(6)});
+  return rows;
 }
 
 }  // namespace sandgate::gateway

@@ -1,8 +1,9 @@
 #pragma once
 // The gateway's durable registry: one SQLite database (WAL) under the state
 // dir holding every sandbox and kernel this node runs, so that a restarted
-// gateway re-attaches to them, and the ids that ended (with why) so that they
-// keep answering 404 with their reason.
+// gateway re-attaches to them, the /api/sessions records bound to those
+// kernels, and the ids that ended (with why) so that they keep answering 404
+// with their reason.
 //
 // Records are JSON texts owned by the part that writes them (the sandbox
 // and kernel managers); the registry keys, stores and lists them. The file
@@ -37,6 +38,18 @@ struct registry_row {
   std::string record;  // JSON text
 };
 
+// An /api/sessions record: a path (notebook, console) bound to a kernel.
+struct session_row {
+  std::string id;
+  std::string path;
+  std::string name;
+  std::string type;
+  std::string kernel_id;
+  std::string owner;
+  std::int64_t created = 0;  // unix seconds
+  friend bool operator==(const session_row&, const session_row&) = default;
+};
+
 class registry {
  public:
   enum class kind { sandbox, kernel };
@@ -67,6 +80,15 @@ class registry {
   [[nodiscard]] std::optional<std::string> ended(const std::string& id, std::int64_t since) const;
   // Forgets ended records older than `before` (unix seconds).
   void purge_ended(std::int64_t before);
+
+  // Inserts or replaces a session record (keyed by its id).
+  void put_session(const session_row& s);
+  // Deletes one session record; nothing when there is none.
+  void delete_session(const std::string& id);
+  // Deletes the session records bound to `kernel_id`.
+  void delete_sessions_of(const std::string& kernel_id);
+  // Every session record, oldest first.
+  [[nodiscard]] std::vector<session_row> sessions() const;
 
   // Execution records, kept for an hour after they end. Written by a
   // thread of the registry's own (a record may hold megabytes of output),

@@ -10,9 +10,17 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <thread>
 
 namespace sandgate::gateway {
+
+// For failure messages (found by argument-dependent lookup).
+void PrintTo(const session_row& s, std::ostream* os) {
+  *os << "{" << s.id << " " << s.path << " " << s.name << " " << s.type << " " << s.kernel_id << " "
+      << s.owner << " " << s.created << "}";
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,7 +104,7 @@ TEST_F(registry_test, a_corrupt_file_is_moved_aside_and_a_new_one_started) {
   auto r = registry::open(path_);
   EXPECT_NE(r->notice().find("unusable"), std::string::npos) << r->notice();
   EXPECT_TRUE(r->live(kind::sandbox).empty());
-  EXPECT_EQ(r->schema_version(), 3);
+  EXPECT_EQ(r->schema_version(), 4);
   int aside = 0;
   for (const auto& e : fs::directory_iterator(dir_))
     if (e.path().filename().string().rfind("registry.db.corrupt-", 0) == 0) {
@@ -201,6 +209,75 @@ TEST_F(registry_test, a_stop_does_not_wait_out_the_batch_window) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(registry::open(path_)->execution("k1", "m1"), R"({"status":"ok"})");
+}
+
+TEST_F(registry_test, session_records_survive_reopening_until_deleted_with_them_or_their_kernel) {
+  const session_row a{"s1", "work/a.ipynb", "a.ipynb", "notebook", "k1", "alice", 1000};
+  const session_row b{"s2", "b.ipynb", "", "console", "k2", "bob", 1001};
+  const session_row c{"s3", "c.ipynb", "c.ipynb", "notebook", "k1", "alice", 1002};
+  session_row moved = a;
+  moved.path = "work/renamed.ipynb";
+  moved.name = "renamed.ipynb";
+  moved.kernel_id = "k3";
+  {
+    auto r = registry::open(path_);
+    r->put_session(a);
+    r->put_session(b);
+    r->put_session(c);
+    r->put_session(moved);  // replaces a, keeps its place
+    r->delete_session("s2");
+    r->delete_session("no-such-session");
+  }
+  {
+    auto r = registry::open(path_);
+    EXPECT_EQ(r->sessions(), (std::vector<session_row>{moved, c}));
+    r->delete_sessions_of("k1");
+  }
+  auto r = registry::open(path_);
+  EXPECT_EQ(r->sessions(), std::vector<session_row>{moved});
+  r->delete_sessions_of("k3");
+  EXPECT_TRUE(r->sessions().empty());
+}
+
+TEST_F(registry_test, a_registry_of_the_previous_schema_gains_sessions_and_keeps_its_records) {
+  // Version 3 as it shipped: sandboxes, kernels, executions with `running`.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v3 = R"sql(
+    CREATE TABLE sandboxes (id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT, ended_at INTEGER,
+                            end_reason TEXT);
+    CREATE TABLE kernels (id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, owner TEXT NOT NULL, record TEXT,
+                          ended_at INTEGER, end_reason TEXT);
+    CREATE INDEX kernels_by_sandbox ON kernels (sandbox_id);
+    CREATE TABLE executions (kernel_id TEXT NOT NULL, msg_id TEXT NOT NULL, record TEXT NOT NULL,
+                             finished_at INTEGER NOT NULL, PRIMARY KEY (kernel_id, msg_id));
+    CREATE INDEX executions_by_age ON executions (finished_at);
+    ALTER TABLE executions ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX executions_running ON executions (kernel_id) WHERE running = 1;
+    INSERT INTO sandboxes VALUES ('s1', 'alice', '{"ttl":1}', NULL, NULL);
+    INSERT INTO kernels VALUES ('k1', 's1', 'alice', '{"key":"secret"}', NULL, NULL);
+    INSERT INTO executions VALUES ('k1', 'm1', '{"status":"running"}', 4102444800, 1);
+    PRAGMA user_version = 3;
+  )sql";
+  ASSERT_EQ(sqlite3_exec(db, v3, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  {
+    auto r = registry::open(path_);
+    EXPECT_EQ(r->notice(), "");  // migrated in place, not set aside
+    EXPECT_EQ(r->schema_version(), 4);
+    ASSERT_EQ(r->live(kind::sandbox).size(), 1u);
+    const auto kernels = r->live(kind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(kernels[0].record, R"({"key":"secret"})");
+    EXPECT_EQ(r->running_executions("k1"), std::vector<std::string>{R"({"status":"running"})"});
+    EXPECT_TRUE(r->sessions().empty());
+    r->put_session({"s9", "n.ipynb", "n.ipynb", "notebook", "k1", "alice", 42});
+  }
+  auto r = registry::open(path_);
+  EXPECT_EQ(r->schema_version(), 4);
+  EXPECT_EQ(r->sessions(),
+            (std::vector<session_row>{{"s9", "n.ipynb", "n.ipynb", "notebook", "k1", "alice", 42}}));
 }
 
 TEST_F(registry_test, a_newer_schema_is_not_touched_but_set_aside) {
