@@ -23,7 +23,8 @@ const plotCell = {
   python: "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2, 4], 'o-')\nplt.title('sandgate')\nplt.show()",
 };
 
-function writeNotebook(file, kernel) {
+// A notebook of one code cell on `kernel`.
+function writeNotebook(file, kernel, source) {
   const nb = {
     nbformat: 4,
     nbformat_minor: 5,
@@ -32,10 +33,22 @@ function writeNotebook(file, kernel) {
       language_info: { name: 'python' },
     },
     cells: [
-      { cell_type: 'code', id: 'plot', metadata: {}, execution_count: null, outputs: [], source: plotCell[kernel] },
+      { cell_type: 'code', id: 'cell', metadata: {}, execution_count: null, outputs: [], source },
     ],
   };
   fs.writeFileSync(path.join(root, file), JSON.stringify(nb, null, 1));
+}
+
+// Opens the notebook in `page` and waits until its kernel is connected and
+// then until `ready` (a page function, if given) holds.
+async function openNotebook(page, file, ready) {
+  await page.goto(`${notebookUrl}notebooks/${file}?token=${token}`, { timeout: 60000 });
+  await page.waitForFunction(
+    () => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected(),
+    null,
+    { timeout: 120000 }
+  );
+  if (ready) await page.waitForFunction(ready, null, { timeout: 120000 });
 }
 
 let context;
@@ -61,17 +74,12 @@ after(async () => {
 for (const kernel of kernelNames.filter((k) => plotCell[k])) {
   test(`a matplotlib cell on ${kernel} shows its PNG in Notebook`, { timeout: 240000 }, async () => {
     const file = `plot-${kernel}.ipynb`;
-    writeNotebook(file, kernel);
+    writeNotebook(file, kernel, plotCell[kernel]);
     const page = await context.newPage();
     const problems = [];
     page.on('pageerror', (e) => problems.push(String(e)));
     try {
-      await page.goto(`${notebookUrl}notebooks/${file}?token=${token}`, { timeout: 60000 });
-      await page.waitForFunction(
-        () => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected(),
-        null,
-        { timeout: 120000 }
-      );
+      await openNotebook(page, file);
       await page.evaluate(() => Jupyter.notebook.execute_all_cells());
       const img = page.locator('.output_area img[src^="data:image/png"]');
       await img.first().waitFor({ state: 'visible', timeout: 120000 });
@@ -118,29 +126,13 @@ async function waitForSlider(page, value, ms) {
 for (const kernel of kernelNames) {
   test(`an IntSlider on ${kernel} syncs both ways with Notebook's widget manager`, { timeout: 240000 }, async () => {
     const file = `widget-${kernel}.ipynb`;
-    const nb = {
-      nbformat: 4,
-      nbformat_minor: 5,
-      metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
-      cells: [
-        {
-          cell_type: 'code', id: 'slider', metadata: {}, execution_count: null, outputs: [],
-          source: "import ipywidgets\nslider = ipywidgets.IntSlider(value=3, min=0, max=10, description='sandgate')\nslider",
-        },
-      ],
-    };
-    fs.writeFileSync(path.join(root, file), JSON.stringify(nb, null, 1));
+    writeNotebook(file, kernel,
+      "import ipywidgets\nslider = ipywidgets.IntSlider(value=3, min=0, max=10, description='sandgate')\nslider");
     const page = await context.newPage();
     const problems = [];
     page.on('pageerror', (e) => problems.push(String(e)));
     try {
-      await page.goto(`${notebookUrl}notebooks/${file}?token=${token}`, { timeout: 60000 });
-      await page.waitForFunction(
-        () => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected()
-          && Jupyter.WidgetManager && Jupyter.WidgetManager._managers.length > 0,
-        null,
-        { timeout: 120000 }
-      );
+      await openNotebook(page, file, () => Jupyter.WidgetManager && Jupyter.WidgetManager._managers.length > 0);
       await page.evaluate(() => Jupyter.notebook.execute_all_cells());
       // The kernel's comm_open made the model in the page, with the kernel's state.
       await waitForSlider(page, 3, 120000);

@@ -24,14 +24,16 @@ constexpr std::size_t max_env_value_bytes = 64 * 1024;
 // environment (HOME, PATH, tokens, anything secret in it); as Kernel
 // Gateway does, only those names reach the kernel, the rest is dropped.
 bool client_may_set(const std::string& name, const std::vector<std::string>& allowed) {
-  if (name.rfind("KERNEL_", 0) == 0) return true;
-  return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) { return a == "*" || a == name; });
+  if (is_kernel_variable(name)) return true;
+  return std::any_of(allowed.begin(), allowed.end(),
+                     [&](const std::string& a) { return a == "*" || a == name; });
 }
 
 // The request's env, filtered by client_may_set (names that are not
 // identifiers are dropped too, as exported bash functions are); an env that
 // is not an object of strings is an error.
-std::optional<std::map<std::string, std::string>> parse_env(const json& body, const std::vector<std::string>& allowed,
+std::optional<std::map<std::string, std::string>> parse_env(const json& body,
+                                                            const std::vector<std::string>& allowed,
                                                             std::string& error) {
   std::map<std::string, std::string> env;
   if (!body.contains("env") || body["env"].is_null()) return env;

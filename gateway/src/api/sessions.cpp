@@ -1,7 +1,5 @@
 #include "sessions.hpp"
 
-#include "../registry/registry.hpp"
-
 #include <gateway/log.hpp>
 
 #include <ctime>
@@ -24,13 +22,13 @@ void session_store::restore(const std::function<bool(const std::string& kernel_i
       registry_.delete_session(row.id);
       continue;
     }
-    records_[row.id] = {row.id, row.path, row.name, row.type, row.kernel_id, row.owner, row.created};
+    records_[row.id] = row;
   }
 }
 
 void session_store::put(session_record s) {
   if (s.created == 0) s.created = static_cast<std::int64_t>(std::time(nullptr));
-  registry_.put_session({s.id, s.path, s.name, s.type, s.kernel_id, s.owner, s.created});
+  registry_.put_session(s);
   records_[s.id] = std::move(s);
 }
 

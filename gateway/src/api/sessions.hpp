@@ -4,7 +4,8 @@
 // that a restarted gateway takes back the sessions of the kernels it
 // re-attached.
 
-#include <cstdint>
+#include "../registry/registry.hpp"
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -13,17 +14,8 @@
 
 namespace sandgate::gateway {
 
-class registry;
-
-struct session_record {
-  std::string id;
-  std::string path;
-  std::string name;
-  std::string type;
-  std::string kernel_id;
-  std::string owner;
-  std::int64_t created = 0;  // unix seconds; set when first put
-};
+// The registry's row is the record itself (`created` is set when first put).
+using session_record = session_row;
 
 class session_store {
  public:

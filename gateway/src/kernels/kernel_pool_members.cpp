@@ -59,8 +59,7 @@ std::uint64_t tree_pss_bytes(int root_pid) {
 // where, and change nothing in how an interpreter starts. Any other name
 // (PYTHONPATH, LD_PRELOAD, ...) needs a fresh process.
 bool settable_later(const std::map<std::string, std::string>& env) {
-  return std::all_of(env.begin(), env.end(),
-                     [](const auto& kv) { return kv.first.rfind("KERNEL_", 0) == 0; });
+  return std::all_of(env.begin(), env.end(), [](const auto& kv) { return is_kernel_variable(kv.first); });
 }
 
 // A cell that takes the path every cell takes (compile, run) and changes

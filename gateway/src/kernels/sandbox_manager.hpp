@@ -39,6 +39,11 @@ struct api_error {
 
 // [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
 [[nodiscard]] bool is_env_name(std::string_view name);
+// KERNEL_*: what Jupyter clients send about who and where (user name,
+// working directory); always accepted from a kernel start request.
+[[nodiscard]] inline bool is_kernel_variable(std::string_view name) {
+  return name.starts_with("KERNEL_");
+}
 
 struct sandbox_limits {
   std::uint64_t memory_bytes = 0;

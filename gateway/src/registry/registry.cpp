@@ -402,22 +402,21 @@ void registry::put_session(const session_row& s) {
   }
 }
 
-void registry::delete_session(const std::string& id) {
+void registry::delete_sessions(const char* sql, const char* key, const std::string& value) {
   try {
-    statement st(db_, "DELETE FROM sessions WHERE id = ?1");
-    st.bind(1, id).step();
+    statement st(db_, sql);
+    st.bind(1, value).step();
   } catch (const std::exception& e) {
-    log::error("registry_write_failed", {{"session_id", id}, {"error", e.what()}});
+    log::error("registry_write_failed", {{key, value}, {"error", e.what()}});
   }
 }
 
+void registry::delete_session(const std::string& id) {
+  delete_sessions("DELETE FROM sessions WHERE id = ?1", "session_id", id);
+}
+
 void registry::delete_sessions_of(const std::string& kernel_id) {
-  try {
-    statement st(db_, "DELETE FROM sessions WHERE kernel_id = ?1");
-    st.bind(1, kernel_id).step();
-  } catch (const std::exception& e) {
-    log::error("registry_write_failed", {{"kernel_id", kernel_id}, {"error", e.what()}});
-  }
+  delete_sessions("DELETE FROM sessions WHERE kernel_id = ?1", "kernel_id", kernel_id);
 }
 
 std::vector<session_row> registry::sessions() const {

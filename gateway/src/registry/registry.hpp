@@ -129,6 +129,8 @@ class registry {
   };
 
   explicit registry(sqlite3* db);
+  // Runs `sql` (a DELETE on sessions) with ?1 = `value`; a failure is logged under `key`.
+  void delete_sessions(const char* sql, const char* key, const std::string& value);
   void exec(const char* sql) const;
   void migrate();
   void start_writer(const std::filesystem::path& path, std::chrono::milliseconds batch_window);

@@ -13,9 +13,9 @@
 #include <pybind11/eval.h>
 #include <pybind11/stl.h>
 
+#include "comms_script.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/startup_timing.hpp"
-#include "comms_script.hpp"
 #include "startup_script.hpp"
 
 namespace py = pybind11;
