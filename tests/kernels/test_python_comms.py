@@ -89,6 +89,18 @@ class PythonCommsTest(KernelTestCase):
         self.assertEqual(cell.of_type("comm_close")[0]["comm_id"], comm_id)
         self.assertNotIn(comm_id, self.comm_info()["comms"])
 
+    def test_an_unregistered_comm_is_gone_from_xeus_too(self):
+        cell = self.kernel.run(
+            "from ipykernel.comm import Comm\nimport gc\n"
+            "u = Comm(target_name='sandgate.unregistered')\n"
+            "get_ipython().kernel.comm_manager.unregister_comm(u)\n"
+            "del u\ngc.collect()")
+        self.assertOk(cell)
+        comm_id = cell.of_type("comm_open")[0]["comm_id"]
+        self.assertNotIn(comm_id, self.comm_info()["comms"])
+        self.iopub_of(self.send_shell("comm_msg", {"comm_id": comm_id, "data": {}}))
+        self.assertAlive()
+
     def test_messages_both_ways_and_close_from_the_kernel(self):
         cell = self.kernel.run(
             "from ipykernel.comm import Comm\n"

@@ -213,7 +213,10 @@ class CommManager:
         return comm.comm_id
 
     def unregister_comm(self, comm):
-        _registry.comms.pop(comm.comm_id, None)
+        """Forgets the comm without a comm_close: no message reaches it again."""
+        if not comm._closed:
+            comm._closed = True
+            _registry.retire(comm)
 
     def get_comm(self, comm_id):
         return _registry.comms.get(comm_id)
