@@ -72,6 +72,7 @@ const std::vector<std::string> all_options = {
     "certfile",
     "keyfile",
     "tokens-file",
+    "kernel-env-allow",
     "kernel-path",
     "shutdown-kernels-on-exit",
     "policy",
