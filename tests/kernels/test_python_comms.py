@@ -213,34 +213,39 @@ class PythonCommsTest(KernelTestCase):
         self.assertEqual(len(cell.of_type("comm_close")), 1)
 
     def test_a_thousand_comms_leave_memory_flat(self):
+        # Each comm carries 16 KiB of its own that nothing sends, so a comm
+        # that leaked would show in RSS, while the messages themselves stay
+        # small. RSS is read in a cell of its own, once the client has read
+        # all of a churn's messages, so queued iopub does not count.
         churn = (
             "def churn(n):\n"
             "    for i in range(n):\n"
-            "        c = Comm(target_name='sandgate.churn', data={'i': i, 'pad': 'x' * 1000})\n"
+            "        c = Comm(target_name='sandgate.churn', data={'i': i})\n"
+            "        c.ballast = os.urandom(16 * 1024)\n"
             "        c.send({'i': i})\n"
             "        c.close()\n"
             "def rss_kib():\n"
             "    with open('/proc/self/status') as f:\n"
             "        return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:'))\n")
-        self.assertOk(self.kernel.run("from ipykernel.comm import Comm\nimport gc, json\n" + churn))
-        cell = self.kernel.run("already = len(get_ipython().kernel.comm_manager.comms)\n"
-                               "churn(1000); gc.collect(); first = rss_kib(); print(first)", timeout=120)
+        self.assertOk(self.kernel.run("from ipykernel.comm import Comm\nimport gc, json, os\n" + churn))
+        cell = self.kernel.run("already = len(get_ipython().kernel.comm_manager.comms)\nchurn(1000)", timeout=120)
         self.assertOk(cell)
         self.assertEqual(len(cell.of_type("comm_open")), 1000)
         self.assertEqual(len(cell.of_type("comm_close")), 1000)
+        self.assertOk(self.kernel.run("gc.collect(); first = rss_kib()"))
+        self.assertOk(self.kernel.run("churn(2000)", timeout=180))
         cell = self.kernel.run(
-            "churn(2000); gc.collect()\n"
+            "gc.collect()\n"
             "print(json.dumps({'growth_kib': rss_kib() - first,\n"
             "                  'open': len(get_ipython().kernel.comm_manager.comms) - already,\n"
-            "                  'comms': sum(type(o).__name__ == 'Comm' for o in gc.get_objects())}))",
-            timeout=180)
+            "                  'comms': sum(type(o).__name__ == 'Comm' for o in gc.get_objects())}))")
         self.assertOk(cell)
         numbers = json.loads(cell.text().strip().splitlines()[-1])
         self.assertEqual(numbers["open"], 0, numbers)
         self.assertLessEqual(numbers["comms"], 1, numbers)  # the last one, still named c in churn's frame
-        # 2000 more comms after the first 1000: a leak of a comm's ~1 KiB of
-        # data each would be 2 MiB; allocator noise stays well under it.
-        self.assertLess(numbers["growth_kib"], 1024, numbers)
+        # 2000 more comms after the first 1000: a leak of each comm's 16 KiB
+        # would be 32 MiB; allocator noise stays well under 8.
+        self.assertLess(numbers["growth_kib"], 8 * 1024, numbers)
         self.assertAlive()
 
     # -- ipywidgets ----------------------------------------------------------
