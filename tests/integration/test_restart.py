@@ -124,7 +124,9 @@ class GatewayRestart(unittest.TestCase):
         reply, _ = ws.execute("print('recorded'); 6 * 7")
         msg_id = reply.parent_header["msg_id"]
         ws.close()
-        wait_until(lambda: stored_execution(gw.state_dir, kid, msg_id), 20, "the record to be written")
+        # The finished record, not the running row written when it began.
+        wait_until(lambda: json.loads(stored_execution(gw.state_dir, kid, msg_id) or '{"status": "running"}')
+                   ["status"] == "ok", 20, "the finished record to be written")
 
         gw.crash()
         time.sleep(0.5)
