@@ -25,6 +25,12 @@ function(sandgate_add_test name)
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
 endfunction()
 
+# Everything a running gateway needs, without tests: share/dev/start builds
+# this. Product executables and data targets join it.
+if(NOT TARGET sandgate-runtime)
+  add_custom_target(sandgate-runtime)
+endif()
+
 # A product executable. Build-tree layout mirrors the install layout:
 # bin/ for programs, share/ for kernelspecs and policies, so that a program
 # finds its siblings at <exe dir>/ and its data at <exe dir>/../share.
@@ -33,6 +39,7 @@ function(sandgate_add_executable name)
   sandgate_target_defaults(${name})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
   install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  add_dependencies(sandgate-runtime ${name})
 endfunction()
 
 # Where data files go in the build tree (mirrors ${CMAKE_INSTALL_DATADIR}).

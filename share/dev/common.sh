@@ -4,16 +4,18 @@
 sandgate_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build_dir=${SANDGATE_BUILD_DIR:-$sandgate_root/build}
 
+# What building and running the gateway and its kernels needs.
 build_packages=(
   cmake g++ make pkg-config
   libzmq3-dev cppzmq-dev libssl-dev nlohmann-json3-dev
   libboost1.81-dev libseccomp-dev libsqlite3-dev
   xeus-dev xeus-python-dev pybind11-dev python3-dev
   python3-numpy python3-matplotlib python3-matplotlib-inline python3-pandas python3-xeus-python-shell
-  libgtest-dev libgmock-dev libbenchmark-dev
   bash coreutils procps util-linux iproute2
 )
+# What the tests need besides.
 test_packages=(
+  libgtest-dev libgmock-dev libbenchmark-dev
   python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
   clang-14 libclang-rt-14-dev
   chromium fonts-dejavu-core openssl python3-ipywidgets jupyter-nbextension-jupyter-js-widgets
@@ -42,4 +44,14 @@ install_missing() {
 build_sandgate() {
   cmake -S "$sandgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
   cmake --build "$build_dir" -j "$(nproc)"
+}
+
+# Builds only what runs (the gateway, the sandbox supervisor, the kernels and
+# their data) into $build_dir. A build dir the tests configured keeps its
+# options; a new one is configured without tests and benchmarks.
+build_runtime() {
+  local options=()
+  [ -f "$build_dir/CMakeCache.txt" ] || options=(-DSANDGATE_BUILD_TESTS=OFF -DSANDGATE_BUILD_BENCH=OFF)
+  cmake -S "$sandgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${options[@]}" >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)" --target sandgate-runtime
 }
