@@ -4,6 +4,8 @@
 // sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
 #include "api/auth.hpp"
 #include "api/router.hpp"
+#include "cluster/agent_check.hpp"
+#include "cluster/peer_directory.hpp"
 #include "audit/audit_log.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
@@ -90,6 +92,13 @@ int run(sg::config cfg) {
   fs::permissions(cfg.state_dir, fs::perms::owner_all);
   cfg.state_dir = fs::canonical(cfg.state_dir);
 
+  std::unique_ptr<sg::peer_directory> peers;
+  try {
+    peers = std::make_unique<sg::peer_directory>(cfg.node_id, cfg.peers, cfg.peers_file);
+  } catch (const std::invalid_argument& e) {
+    throw sg::config_error(e.what());
+  }
+
   raise_open_file_limit(cfg);
   boost::asio::io_context io{1};
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
@@ -109,13 +118,20 @@ int run(sg::config cfg) {
   kernels.restore();
   kernels.fill_pools();
   sg::router router(cfg, kernels, *registry, token, audit,
-                    exe_dir / ".." / "share" / "sandgate" / "openapi.json");
+                    exe_dir / ".." / "share" / "sandgate" / "openapi.json", *peers);
   sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
                          std::chrono::seconds(cfg.http_idle_timeout_s)};
   std::unique_ptr<boost::asio::ssl::context> tls;
   if (!cfg.certfile.empty()) tls = sg::make_tls_context(cfg.certfile, cfg.keyfile);
   sg::server srv(io, {address, cfg.port}, router, limits, tls.get());
   srv.run();
+  std::unique_ptr<sg::agent_check> agent;
+  if (cfg.agent_check_port != 0)
+    agent = std::make_unique<sg::agent_check>(
+        io, boost::asio::ip::tcp::endpoint{address, cfg.agent_check_port}, [&] {
+      return sg::capacity_report(kernels.free_kernel_slots(), cfg.max_kernels, kernels.draining());
+    });
+  if (agent) sg::log::info("agent_check_listening", {{"port", std::to_string(agent->port())}});
 
   const std::string url = std::string(tls ? "https://" : "http://") +
                           (address.is_v6() ? "[" + cfg.ip + "]" : cfg.ip) + ":" + std::to_string(srv.port()) +
@@ -123,7 +139,8 @@ int run(sg::config cfg) {
   sg::log::info("listening", {{"url", url},
                               {"state_dir", cfg.state_dir.string()},
                               {"audit_log", cfg.audit_log.string()},
-                              {"kernelspecs", std::to_string(specs.all().size())}});
+                              {"kernelspecs", std::to_string(specs.all().size())},
+                              {"node", std::to_string(cfg.node_id)}});
   if (!cfg.auth_token)
     std::cout << "sandgate: token " << token << "\nsandgate: " << url << "?token=" << token << std::endl;
   else
@@ -145,6 +162,7 @@ int run(sg::config cfg) {
     if (ec) return;
     sg::log::info("stopping", {{"signal", std::to_string(sig)}});
     srv.stop();
+    if (agent) agent->stop();
     hangup.cancel();
     deadline.expires_after(std::chrono::seconds(cfg.kernel_shutdown_grace_s * 2 + 2));
     deadline.async_wait([&](const boost::system::error_code& e) {

@@ -14,10 +14,13 @@ try:
 except ImportError:
     validate_openapi = None
 
-# Every route gateway/src/api/router.cpp dispatches (router::dispatch and
-# router::upgrade), as (method, path template). Keep in step with the router.
+# Every route gateway/src/api/routes.cpp dispatches (router::routes, the
+# health check in router::prepare and router::upgrade), as (method, path template). Keep in step with the router.
 ROUTES = {
+    ("get", "/health"),
     ("get", "/api"),
+    ("get", "/api/node"),
+    ("patch", "/api/node"),
     ("get", "/api/openapi.json"),
     ("get", "/metrics"),
     ("get", "/api/kernelspecs"),
@@ -43,6 +46,7 @@ ROUTES = {
     ("patch", "/api/sandboxes/{sandbox_id}"),
     ("delete", "/api/sandboxes/{sandbox_id}"),
     ("post", "/api/sandboxes/{sandbox_id}/commands"),
+    ("post", "/api/sandboxes/{sandbox_id}/kernels"),
     ("get", "/api/sandboxes/{sandbox_id}/files"),
     ("head", "/api/sandboxes/{sandbox_id}/files"),
     ("get", "/api/sandboxes/{sandbox_id}/files/{path}"),

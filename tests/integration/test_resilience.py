@@ -194,9 +194,9 @@ class CreateStorm(unittest.TestCase):
             self.assertFalse([t for t in threads if t.is_alive()], "some POSTs were never answered")
             statuses = [r[0] for r in results]
             self.assertEqual(statuses.count(201), 10, statuses)
-            self.assertEqual(statuses.count(403), 40, statuses)
+            self.assertEqual(statuses.count(503), 40, statuses)
             for status, body in results:
-                if status == 403:
+                if status == 503:
                     self.assertEqual(set(body), {"reason", "message"})
             ids = [body["id"] for status, body in results if status == 201]
             self.assertEqual(len(set(ids)), 10)

@@ -32,6 +32,12 @@ struct config {
   // Gateway's env_whitelist; "*" lets every one through). Others are dropped.
   std::vector<std::string> kernel_env_allow;
   std::uint16_t node_id = 0;
+  // The other nodes of a cluster, for lists that span it: "N=URL[,N=URL]"
+  // and/or a file of "N URL" lines (read again when it changes).
+  std::string peers;
+  std::filesystem::path peers_file;
+  unsigned peer_timeout_ms = 500;  // a peer that has not answered a list by then is left out
+  std::uint16_t agent_check_port = 0;  // HAProxy agent-check (free capacity) on --ip; 0: none
   std::string log_level = "info";
   std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log
   // SIGTERM/SIGINT end sandboxed kernels too; by default they keep running

@@ -67,9 +67,9 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
   if (body->contains("cwd") && !(*body)["cwd"].is_null()) {
     if (!(*body)["cwd"].is_string())
       return ctx.reply(ctx.error(http::status::bad_request, "\"cwd\" must be a string"));
-    file_error err;
+    domain_error err;
     auto cwd = workspace_files::normalize((*body)["cwd"].get<std::string>(), err);
-    if (!cwd) return ctx.reply(ctx.error(api_error{err.status, "", err.message}));
+    if (!cwd) return ctx.reply(ctx.error(err));
     if (!cwd->empty()) req.cwd += "/" + *cwd;
   }
 

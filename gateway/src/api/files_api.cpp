@@ -150,8 +150,20 @@ std::optional<std::string> router::file_path(const context& ctx) const {
     if (!path.empty()) path += '/';
     path += ctx.parts[i];
   }
-  file_error err;
+  domain_error err;
   return workspace_files::normalize(path, err);
+}
+
+void router::file_request(context& ctx, const std::string& sandbox_id) {
+  auto s = own_sandbox(ctx, sandbox_id);
+  if (!s) return;
+  auto path = file_path(ctx);
+  if (!path) return ctx.reply(ctx.error(http::status::bad_request, "Malformed file path"));
+  const auto m = ctx.req.method();
+  if (m == http::verb::delete_) return delete_file(ctx, s, *path);
+  if (m == http::verb::put)  // uploads are streamed: they never get here with a body
+    return ctx.reply(ctx.error(http::status::bad_request, "Malformed upload"));
+  get_file(ctx, s, *path);
 }
 
 std::unique_ptr<workspace_files> router::open_files(context& ctx, const sandbox_entry& s) {
@@ -168,11 +180,11 @@ void router::get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, con
   s->touch();
   auto files = open_files(ctx, *s);
   if (!files) return;
-  file_error err;
+  domain_error err;
   auto st = files->stat(path, err);
   if (st && S_ISDIR(st->st_mode)) {
     auto entries = files->list(path, err);
-    if (!entries) return ctx.reply(ctx.error(api_error{err.status, "", err.message}));
+    if (!entries) return ctx.reply(ctx.error(err));
     json out = json::array();
     for (const auto& e : *entries)
       out.push_back({{"name", e.name},
@@ -184,7 +196,7 @@ void router::get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, con
   }
   struct stat fst {};
   unique_fd fd = st ? files->open_read(path, fst, err) : unique_fd();
-  if (!fd) return ctx.reply(ctx.error(api_error{err.status, "", err.message}));
+  if (!fd) return ctx.reply(ctx.error(err));
   const auto size = static_cast<std::uint64_t>(fst.st_size);
   std::optional<std::pair<std::uint64_t, std::uint64_t>> range;
   if (!parse_range(ctx.req[http::field::range], size, range)) {
@@ -227,8 +239,8 @@ void router::delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, 
   s->touch();
   auto files = open_files(ctx, *s);
   if (!files) return;
-  file_error err;
-  if (!files->remove(path, err)) return ctx.reply(ctx.error(api_error{err.status, "", err.message}));
+  domain_error err;
+  if (!files->remove(path, err)) return ctx.reply(ctx.error(err));
   audit(ctx, "file.delete", {{"sandbox_id", s->id}, {"path", path}});
   ctx.reply(ctx.empty(http::status::no_content));
 }
@@ -274,7 +286,7 @@ router::upload_start router::begin_upload(const http::request_header<>& header, 
     std::uint64_t declared = 0;
     if (!length.empty() && parse_u64(length, declared) && s->limits.workspace_bytes &&
         declared > s->limits.workspace_bytes)
-      return reject(ctx->error(api_error{413, "",
+      return reject(ctx->error(domain_error{fault::too_large,
                                          "The file (" + std::to_string(declared) +
                                              " bytes) is larger than the workspace (" +
                                              std::to_string(s->limits.workspace_bytes) + " bytes)"}));
@@ -282,9 +294,9 @@ router::upload_start router::begin_upload(const http::request_header<>& header, 
     if (!root) return reject(ctx->error(http::status::conflict, "The sandbox's workspace is not available"));
     auto job = std::make_shared<upload_job>();
     job->files = std::make_unique<workspace_files>(std::move(root), s->box->owner_uid(), s->box->owner_gid());
-    file_error err;
+    domain_error err;
     auto upload = job->files->begin_upload(*path, err);
-    if (!upload) return reject(ctx->error(api_error{err.status, "", err.message}));
+    if (!upload) return reject(ctx->error(err));
     s->touch();
     job->upload = std::move(*upload);
     job->sandbox = s;
@@ -305,24 +317,24 @@ void router::finish_upload(const std::shared_ptr<upload_job>& job, beast::error_
   if (ec) {
     const std::string path = up.path;
     job->files->abort(job->upload);
-    file_error err;
+    domain_error err;
     if (ec == http::error::body_limit || ec == boost::system::errc::file_too_large)
-      err = {413, "The upload is larger than the workspace (" + std::to_string(job->max_bytes) + " bytes)"};
+      err = {fault::too_large, "The upload is larger than the workspace (" + std::to_string(job->max_bytes) + " bytes)"};
     else if (ec.category() == boost::system::system_category() ||
              ec.category() == boost::system::generic_category())
       err = errno_file_error(ec.value(), "write", path);
     else
-      err = {400, "The upload did not complete: " + ec.message()};
-    auto res = ctx->error(api_error{err.status, "", err.message});
+      err = {fault::invalid, "The upload did not complete: " + ec.message()};
+    auto res = ctx->error(err);
     res.keep_alive(ec != http::error::body_limit);  // past the drop limit the rest of the body is unread
     return ctx->reply(std::move(res));
   }
   struct stat st {};
   ::fstat(job->upload.file.get(), &st);
-  file_error err;
+  domain_error err;
   const std::string path = up.path;
   if (!job->files->commit(job->upload, err))
-    return ctx->reply(ctx->error(api_error{err.status, "", err.message}));
+    return ctx->reply(ctx->error(err));
   audit(*ctx, "file.put", {{"sandbox_id", job->sandbox->id}, {"path", path}, {"size", st.st_size}});
   auto res = ctx->json(http::status::created, {{"path", path}, {"size", st.st_size}});
   res.set(http::field::location, cfg_.base_url + "api/sandboxes/" + job->sandbox->id + "/files/" + path);

@@ -146,6 +146,10 @@ json router::kernel_model(const kernel& k) const {
 }
 
 std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) {
+  if (auto res = other_node(ctx.req, resource::kernel, id)) {
+    ctx.reply(std::move(*res));
+    return nullptr;
+  }
   auto k = is_uuid(id) ? kernels_.find(id) : nullptr;
   if (!k || !ctx.who.sees(k->owner())) {
     ctx.reply(
@@ -159,10 +163,10 @@ void router::list_kernels(context& ctx) {
   json out = json::array();
   for (const auto& k : kernels_.list())
     if (ctx.who.sees(k->owner())) out.push_back(kernel_model(*k));
-  ctx.reply(ctx.json(http::status::ok, out));
+  reply_list(ctx, "api/kernels", std::move(out));
 }
 
-void router::post_kernel(context& ctx) {
+void router::post_kernel(context& ctx, const std::string& path_sandbox_id) {
   std::string error;
   auto body = body_object(ctx.req.body(), error);
   if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
@@ -174,11 +178,15 @@ void router::post_kernel(context& ctx) {
   const auto sandbox = body->value("sandbox_id", json());
   if (!sandbox.is_null() && !sandbox.is_string())
     return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" must be a string"));
-  const std::string sandbox_id = sandbox.is_string() ? sandbox.get<std::string>() : "";
+  if (!path_sandbox_id.empty() && sandbox.is_string() && sandbox.get<std::string>() != path_sandbox_id)
+    return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" differs from the sandbox in the path"));
+  const std::string sandbox_id =
+      !path_sandbox_id.empty() ? path_sandbox_id : sandbox.is_string() ? sandbox.get<std::string>() : "";
+  if (auto res = other_node(ctx.req, resource::sandbox, sandbox_id)) return ctx.reply(std::move(*res));
   auto self = ctx.shared_from_this();
   kernels_.start_kernel(
       name, std::move(*env), ctx.who, sandbox_id,
-      [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k, std::optional<api_error> err) {
+      [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k, std::optional<domain_error> err) {
         if (err) return self->reply(self->error(*err));
         watch(k);
         audit(*self, "kernel.create",

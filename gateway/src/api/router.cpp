@@ -43,9 +43,10 @@ std::string path_of(std::string_view target) {
 }  // namespace
 
 router::router(const config& cfg, kernel_manager& kernels, registry& reg, std::string token, audit_log& audit,
-               const std::filesystem::path& openapi_file)
+               const std::filesystem::path& openapi_file, peer_directory& peers)
     : cfg_(cfg),
       kernels_(kernels),
+      peers_(peers),
       sessions_(reg),
       auth_(std::move(token), cfg.tokens_file),
       audit_(audit),
@@ -71,12 +72,17 @@ void router::audit(const context& ctx, std::string_view event, const nlohmann::o
 
 router::response router::error_response(http::status status, std::string message, unsigned version,
                                         bool keep_alive) {
+  return error_response_with_reason(status, std::string(http::obsolete_reason(status)), std::move(message),
+                                    version, keep_alive);
+}
+
+router::response router::error_response_with_reason(http::status status, std::string reason, std::string message,
+                                                    unsigned version, bool keep_alive) {
   response res{status, version};
   res.set(http::field::server, "sandgate");
   res.set(http::field::content_type, "application/json");
   res.keep_alive(keep_alive);
-  res.body() =
-      json{{"reason", std::string(http::obsolete_reason(status))}, {"message", std::move(message)}}.dump();
+  res.body() = json{{"reason", std::move(reason)}, {"message", std::move(message)}}.dump();
   res.prepare_payload();
   return res;
 }
@@ -94,11 +100,34 @@ router::response router::context::error(http::status status, std::string message
   return error_response(status, std::move(message), req.version(), req.keep_alive());
 }
 
-router::response router::context::error(const api_error& err) const {
-  response res{static_cast<http::status>(err.status), req.version()};
+http::status status_of(fault kind) {
+  switch (kind) {
+    case fault::invalid:
+      return http::status::bad_request;
+    case fault::forbidden:
+      return http::status::forbidden;
+    case fault::not_found:
+      return http::status::not_found;
+    case fault::conflict:
+      return http::status::conflict;
+    case fault::too_large:
+      return http::status::payload_too_large;
+    case fault::over_quota:
+      return http::status::too_many_requests;
+    case fault::at_capacity:  // a balancer sends the request to another node
+      return http::status::service_unavailable;
+    case fault::internal:
+      break;
+  }
+  return http::status::internal_server_error;
+}
+
+router::response router::context::error(const domain_error& err) const {
+  response res{status_of(err.kind), req.version()};
   res.set(http::field::server, "sandgate");
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
+  if (err.kind == fault::at_capacity) res.set(http::field::retry_after, "1");
   const std::string reason =
       err.reason.empty() ? std::string(http::obsolete_reason(res.result())) : err.reason;
   res.body() = nlohmann::json{{"reason", reason}, {"message", err.message}}.dump();
@@ -108,7 +137,7 @@ router::response router::context::error(const api_error& err) const {
 router::response router::context::not_found(std::string message,
                                             const std::optional<std::string>& gone) const {
   if (!gone) return error(http::status::not_found, std::move(message));
-  return error(api_error{404, *gone, message + " (" + *gone + ")"});
+  return error(domain_error{fault::not_found, message + " (" + *gone + ")", *gone});
 }
 
 router::response router::context::empty(http::status status) const {
@@ -176,6 +205,7 @@ bool router::prepare(context& ctx) {
     return false;
   }
   ctx.parts = std::move(t->segments);
+  ctx.query = std::move(t->query);
   if (ctx.req.method() == http::verb::options) {
     auto res = ctx.empty(http::status::no_content);
     res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
@@ -183,7 +213,13 @@ bool router::prepare(context& ctx) {
     ctx.reply(std::move(res));
     return false;
   }
-  const auto token = t->query.count("token") ? t->query["token"] : std::string();
+  // A balancer's health check: no token, and nothing said but that the node serves.
+  if (ctx.parts.size() == 1 && ctx.parts[0] == "health" && ctx.req.method() == http::verb::get) {
+    auto res = ctx.json(http::status::ok, {{"status", "ok"}});
+    ctx.reply(std::move(res));
+    return false;
+  }
+  const auto token = ctx.query.count("token") ? ctx.query["token"] : std::string();
   if (auto rejection = authenticate(ctx.req, token, ctx.who)) {
     ctx.reply(std::move(*rejection));
     return false;
@@ -203,92 +239,6 @@ void router::handle(request&& req, responder respond) {
     log::error("request_failed", {{"target", std::string(ctx->req.target())}, {"error", e.what()}});
     ctx->reply(ctx->error(http::status::internal_server_error, "Internal error"));
   }
-}
-
-void router::dispatch(context& ctx) {
-  const auto& p = ctx.parts;
-  const auto m = ctx.req.method();
-  auto method_not_allowed = [&] {
-    ctx.reply(ctx.error(http::status::method_not_allowed, "Method not allowed"));
-  };
-  const std::size_t n = p.size();
-  if (n >= 1 && p[0] == "kernelspecs" && n == 3)
-    return m == http::verb::get ? get_kernelspec_resource(ctx, p[1], p[2]) : method_not_allowed();
-  if (n == 1 && p[0] == "metrics") return m == http::verb::get ? get_metrics(ctx) : method_not_allowed();
-  if (n == 0 || p[0] != "api") return ctx.reply(ctx.error(http::status::not_found, "No such path"));
-  if (n == 1) return m == http::verb::get ? get_api(ctx) : method_not_allowed();
-  if (n == 2 && p[1] == "openapi.json") return m == http::verb::get ? get_openapi(ctx) : method_not_allowed();
-  if (p[1] == "kernelspecs") {
-    if (n == 2) return m == http::verb::get ? get_kernelspecs(ctx) : method_not_allowed();
-    if (n == 3) return m == http::verb::get ? get_kernelspec(ctx, p[2]) : method_not_allowed();
-  }
-  if (p[1] == "kernels") {
-    if (n == 2) {
-      if (m == http::verb::get) return list_kernels(ctx);
-      if (m == http::verb::post) return post_kernel(ctx);
-      return method_not_allowed();
-    }
-    if (n == 3) {
-      if (m == http::verb::get) return get_kernel(ctx, p[2]);
-      if (m == http::verb::delete_) return delete_kernel(ctx, p[2]);
-      return method_not_allowed();
-    }
-    if (n == 4 && p[3] == "interrupt")
-      return m == http::verb::post ? interrupt_kernel(ctx, p[2]) : method_not_allowed();
-    if (n == 4 && p[3] == "restart")
-      return m == http::verb::post ? restart_kernel(ctx, p[2]) : method_not_allowed();
-    if (n == 4 && p[3] == "execute")
-      return m == http::verb::post ? execute_code(ctx, p[2]) : method_not_allowed();
-    if (n == 5 && p[3] == "executions")
-      return m == http::verb::get ? get_execution(ctx, p[2], p[4]) : method_not_allowed();
-    if (n == 4 && p[3] == "channels")
-      return m == http::verb::get ? ctx.reply(ctx.error(http::status::bad_request,
-                                                        "The channels endpoint needs a WebSocket upgrade"))
-                                  : method_not_allowed();
-  }
-  if (p[1] == "sandboxes") {
-    if (n == 2) {
-      if (m == http::verb::get) return list_sandboxes(ctx);
-      if (m == http::verb::post) return post_sandbox(ctx);
-      return method_not_allowed();
-    }
-    if (n == 3) {
-      if (m == http::verb::get) return get_sandbox(ctx, p[2]);
-      if (m == http::verb::patch) return patch_sandbox(ctx, p[2]);
-      if (m == http::verb::delete_) return delete_sandbox(ctx, p[2]);
-      return method_not_allowed();
-    }
-    if (n == 4 && p[3] == "commands") {
-      if (m != http::verb::post) return method_not_allowed();
-      if (auto s = own_sandbox(ctx, p[2])) post_command(ctx, s);
-      return;
-    }
-    if (n >= 4 && p[3] == "files") {
-      auto s = own_sandbox(ctx, p[2]);
-      if (!s) return;
-      auto path = file_path(ctx);
-      if (!path) return ctx.reply(ctx.error(http::status::bad_request, "Malformed file path"));
-      if (m == http::verb::get || m == http::verb::head) return get_file(ctx, s, *path);
-      if (m == http::verb::delete_) return delete_file(ctx, s, *path);
-      if (m == http::verb::put)  // uploads are streamed: they never get here with a body
-        return ctx.reply(ctx.error(http::status::bad_request, "Malformed upload"));
-      return method_not_allowed();
-    }
-  }
-  if (p[1] == "sessions") {
-    if (n == 2) {
-      if (m == http::verb::get) return list_sessions(ctx);
-      if (m == http::verb::post) return post_session(ctx);
-      return method_not_allowed();
-    }
-    if (n == 3) {
-      if (m == http::verb::get) return get_session(ctx, p[2]);
-      if (m == http::verb::patch) return patch_session(ctx, p[2]);
-      if (m == http::verb::delete_) return delete_session(ctx, p[2]);
-      return method_not_allowed();
-    }
-  }
-  ctx.reply(ctx.error(http::status::not_found, "No such path"));
 }
 
 void router::get_metrics(context& ctx) {
@@ -393,6 +343,10 @@ std::optional<router::response> router::upgrade(request& req, Stream& stream) {
   if (auto r = authenticate(req, t->query.count("token") ? t->query["token"] : "", who)) {
     r->keep_alive(false);
     return r;
+  }
+  if (auto res = other_node(req, resource::kernel, t->segments[2])) {
+    res->keep_alive(false);
+    return res;
   }
   auto k = kernels_.find(t->segments[2]);
   if (!k || !who.sees(k->owner())) {

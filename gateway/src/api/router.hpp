@@ -5,6 +5,7 @@
 
 #include "../audit/audit_log.hpp"
 #include "../audit/execution_audit.hpp"
+#include "../cluster/peer_directory.hpp"
 #include "../kernels/kernel_manager.hpp"
 #include "../kernels/workspace_files.hpp"
 #include "auth.hpp"
@@ -39,6 +40,9 @@ std::optional<nlohmann::json> body_object(const std::string& body, std::string& 
 [[nodiscard]] std::string load_openapi_document(const std::filesystem::path& file,
                                                 const std::string& base_url);
 
+// The HTTP status of a domain error.
+[[nodiscard]] boost::beast::http::status status_of(fault kind);
+
 class router {
  public:
   using request = boost::beast::http::request<boost::beast::http::string_body>;
@@ -65,8 +69,10 @@ class router {
   // listed now and of every kernel it starts. `openapi_file`: the OpenAPI
   // document served at /api/openapi.json. Keeps /api/sessions in `reg`
   // (which outlives the router) and takes back those of the kernels listed now.
+  // `peers` (outlives the router): the cluster's other nodes, whose parts
+  // the lists of kernels, sandboxes and sessions include.
   router(const config& cfg, kernel_manager& kernels, registry& reg, std::string token, audit_log& audit,
-         const std::filesystem::path& openapi_file);
+         const std::filesystem::path& openapi_file, peer_directory& peers);
 
   void handle(request&& req, responder respond);
   // Uploads stream to disk: true when this request is one (its body is not read yet).
@@ -81,6 +87,8 @@ class router {
 
   static response error_response(boost::beast::http::status status, std::string message, unsigned version,
                                  bool keep_alive);
+  static response error_response_with_reason(boost::beast::http::status status, std::string reason,
+                                             std::string message, unsigned version, bool keep_alive);
 
  private:
   // One request being answered. Asynchronous handlers keep it alive with
@@ -90,6 +98,7 @@ class router {
     request req;
     responder respond;
     std::vector<std::string> parts;  // path segments after the base URL
+    std::map<std::string, std::string> query;
     principal who;
     void reply(response&& res);  // adds CORS headers; answers once
     template <class Body>
@@ -104,11 +113,25 @@ class router {
     response json(boost::beast::http::status status, const nlohmann::json& body) const;
     response error(boost::beast::http::status status, std::string message) const;
     // With the error's own reason (e.g. "expired"), not the status's phrase.
-    response error(const api_error& err) const;
+    response error(const domain_error& err) const;
     // 404; `gone` names why an id that existed went away.
     response not_found(std::string message, const std::optional<std::string>& gone) const;
     response empty(boost::beast::http::status status) const;
   };
+
+  // What the id of a route names, for the answer to an id of another node.
+  enum class resource { none, kernel, sandbox, session };
+  struct route {
+    boost::beast::http::verb method;
+    std::string_view pattern;  // "api/kernels/{}/interrupt"; "{}" is captured, a final "**" matches the rest
+    resource names;            // what the first "{}" is the id of
+    void (*handle)(router&, context&, const std::vector<std::string>& args);
+  };
+  static const std::vector<route>& routes();
+  // 404 naming the node for an id that another node made; nothing for ours
+  // (and for strings that are not ids, which the handler answers).
+  [[nodiscard]] std::optional<response> other_node(const request& req, resource names,
+                                                   const std::string& id) const;
 
   std::optional<response> authenticate(const request& req, const std::string& query_token, principal& who);
   // Parses the target, authenticates; false after answering.
@@ -122,8 +145,14 @@ class router {
   void get_kernelspecs(context& ctx);
   void get_kernelspec(context& ctx, const std::string& name);
   void get_kernelspec_resource(context& ctx, const std::string& name, const std::string& file);
+  void get_node(context& ctx);
+  void patch_node(context& ctx);
+  // This node's list (`local`), or, unless the caller asked for this node's
+  // only, the cluster's: every peer's part appended.
+  void reply_list(context& ctx, const std::string& target, nlohmann::json local);
   void list_kernels(context& ctx);
-  void post_kernel(context& ctx);
+  // `sandbox_id`: from the path (POST /api/sandboxes/{id}/kernels), or the body's.
+  void post_kernel(context& ctx, const std::string& sandbox_id = "");
   void get_kernel(context& ctx, const std::string& id);
   void delete_kernel(context& ctx, const std::string& id);
   void interrupt_kernel(context& ctx, const std::string& id);
@@ -141,6 +170,8 @@ class router {
   void patch_sandbox(context& ctx, const std::string& id);
   void delete_sandbox(context& ctx, const std::string& id);
   void post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  // GET, HEAD, PUT (a streamed upload that got here: malformed) and DELETE of /api/sandboxes/{id}/files/...
+  void file_request(context& ctx, const std::string& sandbox_id);
   void get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
   void delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
   // The workspace of a sandbox, or nothing (after answering).
@@ -166,6 +197,7 @@ class router {
 
   const config& cfg_;
   kernel_manager& kernels_;
+  peer_directory& peers_;
   session_store sessions_;  // written through to the registry
   authenticator auth_;
   audit_log& audit_;

@@ -48,6 +48,10 @@ json router::sandbox_model(const sandbox_entry& s) const {
 }
 
 std::shared_ptr<sandbox_entry> router::own_sandbox(context& ctx, const std::string& id) {
+  if (auto res = other_node(ctx.req, resource::sandbox, id)) {
+    ctx.reply(std::move(*res));
+    return nullptr;
+  }
   auto s = is_uuid(id) ? kernels_.sandboxes().find(id) : nullptr;
   if (s && s->pooled) s = nullptr;  // a warm pool's: nobody's yet
   if (!s || !ctx.who.sees(s->owner)) {
@@ -64,7 +68,7 @@ void router::post_sandbox(context& ctx) {
   if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
   auto settings = sandbox_settings::from_json(*body, error);
   if (!settings) return ctx.reply(ctx.error(http::status::bad_request, error));
-  api_error err;
+  domain_error err;
   auto s = kernels_.create_sandbox(*settings, ctx.who, err);
   if (!s) return ctx.reply(ctx.error(err));
   auto self = ctx.shared_from_this();
@@ -92,11 +96,7 @@ void router::post_sandbox(context& ctx) {
 }
 
 void router::list_sandboxes(context& ctx) {
-  std::map<std::string, std::string> query;
-  if (auto parsed = boost::urls::parse_origin_form(ctx.req.target()))
-    for (const auto& p : parsed->params())
-      query[p.key] = p.value;
-  const auto filters = metadata_filters(query);
+  const auto filters = metadata_filters(ctx.query);
   json out = json::array();
   for (const auto& s : kernels_.sandboxes().list()) {
     if (!ctx.who.sees(s->owner)) continue;
@@ -105,7 +105,7 @@ void router::list_sandboxes(context& ctx) {
       if (auto it = s->metadata.find(k); it == s->metadata.end() || it->second != v) match = false;
     if (match) out.push_back(sandbox_model(*s));
   }
-  ctx.reply(ctx.json(http::status::ok, out));
+  reply_list(ctx, "api/sandboxes", std::move(out));
 }
 
 void router::get_sandbox(context& ctx, const std::string& id) {
@@ -126,7 +126,7 @@ void router::patch_sandbox(context& ctx, const std::string& id) {
   s->touch();
   auto self = ctx.shared_from_this();
   kernels_.sandboxes().extend(
-      s, (*body)["ttl_s"].get<std::uint64_t>(), [this, self, s](std::optional<api_error> err) {
+      s, (*body)["ttl_s"].get<std::uint64_t>(), [this, self, s](std::optional<domain_error> err) {
         if (err) return self->reply(self->error(*err));
         audit(*self, "sandbox.update", {{"sandbox_id", s->id}, {"expires_at", unix_iso8601(s->expires_at)}});
         self->reply(self->json(http::status::ok, sandbox_model(*s)));

@@ -35,7 +35,7 @@ void router::list_sessions(context& ctx) {
   json out = json::array();
   for (const auto& s : sessions_.list())
     if (ctx.who.sees(s.owner) && kernels_.find(s.kernel_id)) out.push_back(session_model(s));
-  ctx.reply(ctx.json(http::status::ok, out));
+  reply_list(ctx, "api/sessions", std::move(out));
 }
 
 void router::get_session(context& ctx, const std::string& id) {
@@ -79,8 +79,8 @@ void router::post_session(context& ctx) {
   kernels_.start_kernel(
       string_field(kernel_req, "name"), {}, ctx.who, "",
       [this, self, finish, session_id = rec.id](std::shared_ptr<kernel> k,
-                                                std::optional<api_error> err) mutable {
-        if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
+                                                std::optional<domain_error> err) mutable {
+        if (err) return self->reply(self->error(*err));
         watch(k);
         audit_session_kernel(*self, *k, session_id);
         finish(k->id());
@@ -121,8 +121,8 @@ void router::patch_session(context& ctx, const std::string& id) {
       const std::string old_kernel = s->kernel_id;
       return kernels_.start_kernel(
           kname, {}, ctx.who, "",
-          [this, self, id, old_kernel](std::shared_ptr<kernel> k, std::optional<api_error> err) {
-            if (err) return self->reply(self->error(static_cast<http::status>(err->status), err->message));
+          [this, self, id, old_kernel](std::shared_ptr<kernel> k, std::optional<domain_error> err) {
+            if (err) return self->reply(self->error(*err));
             auto* rec = sessions_.find(id);
             if (!rec) return self->reply(self->error(http::status::not_found, "Session was deleted"));
             rec->kernel_id = k->id();

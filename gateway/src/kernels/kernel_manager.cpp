@@ -154,7 +154,7 @@ void kernel_manager::release(const std::shared_ptr<kernel>& k, const std::string
   if (s->implicit && s->kernels.empty()) sandboxes_.destroy(s->id, reason);
 }
 
-std::optional<api_error> kernel_manager::over_quota(const principal& who, bool new_sandbox,
+std::optional<domain_error> kernel_manager::over_quota(const principal& who, bool new_sandbox,
                                                     std::uint64_t memory_bytes, bool new_kernel) const {
   const auto& q = who.limits;
   if (!q.sandboxes && !q.kernels && !q.memory_bytes) return std::nullopt;
@@ -167,8 +167,7 @@ std::optional<api_error> kernel_manager::over_quota(const principal& who, bool n
   for (const auto& [id, k] : kernels_)
     if (k->owner() == who.name) ++kernels;
   auto refuse = [](const std::string& what, std::uint64_t limit) {
-    return api_error{429, "Too Many Requests",
-                     "Over quota: at most " + std::to_string(limit) + " " + what + "; delete some first"};
+    return domain_error{fault::over_quota, "Over quota: at most " + std::to_string(limit) + " " + what + "; delete some first"};
   };
   if (new_sandbox && q.sandboxes && sandboxes + 1 > *q.sandboxes) return refuse("sandboxes", *q.sandboxes);
   if (new_sandbox && q.memory_bytes && memory + memory_bytes > *q.memory_bytes)
@@ -177,8 +176,17 @@ std::optional<api_error> kernel_manager::over_quota(const principal& who, bool n
   return std::nullopt;
 }
 
+std::optional<domain_error> kernel_manager::refuse_new_sandbox() const {
+  if (!draining_) return std::nullopt;
+  return domain_error{fault::at_capacity, "This node is draining: it makes no new sandboxes", "draining"};
+}
+
 std::shared_ptr<sandbox_entry> kernel_manager::create_sandbox(const sandbox_settings& settings,
-                                                              const principal& who, api_error& err) {
+                                                              const principal& who, domain_error& err) {
+  if (auto e = refuse_new_sandbox()) {
+    err = *e;
+    return nullptr;
+  }
   const std::uint64_t memory = settings.memory_bytes.value_or(sandboxes_.default_limits().memory_bytes);
   if (auto e = over_quota(who, true, memory, false)) {
     err = *e;
@@ -194,26 +202,26 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   const std::string name = requested.empty() ? default_kernel_name() : requested;
   specs_.refresh();
   const kernelspec* found = specs_.find(name);
-  if (!found) return done(nullptr, api_error{404, "Not Found", "No such kernel: " + name});
+  if (!found) return done(nullptr, domain_error{fault::not_found, "No such kernel: " + name});
   const kernelspec spec = *found;  // a copy: making a sandbox refreshes the catalog
   if (kernels_.size() >= cfg_.max_kernels)
-    return done(nullptr, api_error{403, "Forbidden",
-                                   "The gateway runs its maximum of " + std::to_string(cfg_.max_kernels) +
+    return done(nullptr, domain_error{fault::at_capacity, "The gateway runs its maximum of " + std::to_string(cfg_.max_kernels) +
                                        " kernels; shut one down first"});
   std::shared_ptr<sandbox_entry> box;
   if (!sandbox_id.empty()) {
     box = sandboxes_.find(sandbox_id);
     if (!box || box->pooled || !who.sees(box->owner)) {
       const auto why = sandboxes_.gone(sandbox_id);
-      return done(nullptr, api_error{404, why ? *why : "Not Found", "Sandbox does not exist: " + sandbox_id});
+      return done(nullptr, domain_error{fault::not_found, "Sandbox does not exist: " + sandbox_id, why.value_or("")});
     }
     if (auto e = over_quota(who, false, 0, true)) return done(nullptr, *e);
     if (take_reserved_kernel(*box, name, env, who, done)) return;
   } else {
+    if (auto e = refuse_new_sandbox()) return done(nullptr, *e);
     if (auto e = over_quota(who, true, sandboxes_.default_limits().memory_bytes, true))
       return done(nullptr, *e);
     if (claim_pooled_kernel(name, env, who, done)) return;
-    api_error err;
+    domain_error err;
     box = sandboxes_.create({}, owner, true, unsandboxed(name), err);
     if (!box) return done(nullptr, err);
   }
@@ -238,7 +246,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     ++counters.kernel_start_failures;
     release(k, "failed");
     done(nullptr,
-         api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});
+         domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
   });
 }
 

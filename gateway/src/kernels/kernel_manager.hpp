@@ -25,7 +25,7 @@ namespace sandgate::gateway {
 
 class kernel_manager {
  public:
-  using start_handler = std::function<void(std::shared_ptr<kernel>, std::optional<api_error>)>;
+  using start_handler = std::function<void(std::shared_ptr<kernel>, std::optional<domain_error>)>;
 
   // `exe_dir`: where sandgate lives; sandgate-sandbox and share/ are found from it.
   kernel_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
@@ -47,7 +47,7 @@ class kernel_manager {
                     const std::string& sandbox_id, start_handler done);
   // An explicit sandbox (POST /api/sandboxes), within the principal's quotas.
   std::shared_ptr<sandbox_entry> create_sandbox(const sandbox_settings& settings, const principal& who,
-                                                api_error& err);
+                                                domain_error& err);
   [[nodiscard]] std::shared_ptr<kernel> find(const std::string& id) const;
   // An ended execution's record (JSON) as the registry kept it: for records
   // past the kernel's in-memory bounds, or from before a gateway restart.
@@ -69,13 +69,25 @@ class kernel_manager {
   // The operator let this kernelspec ("*": every one) run outside a sandbox.
   [[nodiscard]] bool unsandboxed(const std::string& kernel_name) const;
 
+  // A draining node makes no new sandboxes (explicit or a kernel's own): such
+  // creates fail with fault::at_capacity, so a balancer sends them elsewhere.
+  // Kernels in the sandboxes it has still start.
+  void set_draining(bool draining) noexcept { draining_ = draining; }
+  [[nodiscard]] bool draining() const noexcept { return draining_; }
+  // Kernels that may still start before --max-kernels, starting ones counted.
+  [[nodiscard]] std::size_t free_kernel_slots() const noexcept {
+    return kernels_.size() >= cfg_.max_kernels ? 0 : cfg_.max_kernels - kernels_.size();
+  }
+
   // Starts filling the warm pools (after restore()).
   void fill_pools() { pool_.begin(); }
   [[nodiscard]] const kernel_pool& pool() const noexcept { return pool_; }
 
  private:
+  // fault::at_capacity while draining.
+  [[nodiscard]] std::optional<domain_error> refuse_new_sandbox() const;
   // 429 when one more sandbox (of `memory_bytes`) or kernel would pass a quota.
-  std::optional<api_error> over_quota(const principal& who, bool new_sandbox, std::uint64_t memory_bytes,
+  std::optional<domain_error> over_quota(const principal& who, bool new_sandbox, std::uint64_t memory_bytes,
                                       bool new_kernel) const;
   // Forgets a kernel; an implicit sandbox goes with it.
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
@@ -100,7 +112,7 @@ class kernel_manager {
                             const std::map<std::string, std::string>& env, const principal& who,
                             const start_handler& done);
   std::shared_ptr<sandbox_entry> claim_pooled_sandbox(const sandbox_settings& settings, const principal& who,
-                                                      api_error& err);
+                                                      domain_error& err);
   // Hands a claimed kernel to its owner: registry, its new environment.
   void hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& box,
                  const std::map<std::string, std::string>& env, const principal& who, start_handler done);
@@ -115,6 +127,7 @@ class kernel_manager {
   boost::asio::signal_set sigchld_;
   sandbox_manager sandboxes_;
   std::map<std::string, std::shared_ptr<kernel>> kernels_;
+  bool draining_ = false;
   // Kernels that came with sandboxes claimed from a pool, by sandbox id.
   std::map<std::string, std::shared_ptr<kernel>> reserved_;
   // Pool members still starting or warming up, by kernel id (a stop ends them).

@@ -90,7 +90,7 @@ void kernel_manager::start_pool_member(const std::string& name,
     spec.argv.push_back(spec.preload_option);
     spec.argv.push_back(modules);
   }
-  api_error err;
+  domain_error err;
   auto box = sandboxes_.create({}, "", true, unsandboxed(name), err, true);
   if (!box) {
     log::warn("pool_member_failed", {{"kernel_name", name}, {"error", err.message}});
@@ -153,7 +153,7 @@ void kernel_manager::hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& 
     log::warn("kernel_claim_failed", {{"kernel_id", k->id()}, {"error", error}});
     shutdown_kernel(k->id(), [] {});
     done(nullptr,
-         api_error{500, "Internal Server Error", "Kernel " + k->name() + " failed to start: " + error});
+         domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
   });
 }
 
@@ -173,7 +173,7 @@ bool kernel_manager::claim_pooled_kernel(const std::string& name,
     return false;
   }
   // The TTL runs from the claim, not from when the member was made.
-  sandboxes_.extend(box, sandboxes_.max_ttl_s(), [box](std::optional<api_error> e) {
+  sandboxes_.extend(box, sandboxes_.max_ttl_s(), [box](std::optional<domain_error> e) {
     if (e) log::warn("sandbox_extend_failed", {{"sandbox_id", box->id}, {"error", e->message}});
   });
   hand_over(m->k, *box, env, who, done);
@@ -196,7 +196,7 @@ bool kernel_manager::take_reserved_kernel(sandbox_entry& box, const std::string&
 }
 
 std::shared_ptr<sandbox_entry> kernel_manager::claim_pooled_sandbox(const sandbox_settings& settings,
-                                                                    const principal& who, api_error& err) {
+                                                                    const principal& who, domain_error& err) {
   const std::string name = default_kernel_name();
   if (!pool_.pools(name) || !sandbox_manager::poolable(settings)) return nullptr;
   auto m = pool_.claim(name);
@@ -212,7 +212,7 @@ std::shared_ptr<sandbox_entry> kernel_manager::claim_pooled_sandbox(const sandbo
   const auto ttl = settings.ttl_s.value_or(sandboxes_.max_ttl_s());
   // Sent before anyone's when_ready(): the supervisor answers in order, so
   // the deadline a creator is shown is already the new one.
-  sandboxes_.extend(box, ttl, [box](std::optional<api_error> e) {
+  sandboxes_.extend(box, ttl, [box](std::optional<domain_error> e) {
     if (e) log::warn("sandbox_extend_failed", {{"sandbox_id", box->id}, {"error", e->message}});
   });
   log::info("sandbox_claimed", {{"sandbox_id", box->id}, {"owner", who.name}, {"kernel_name", name}});

@@ -331,16 +331,15 @@ sandbox_limits sandbox_manager::default_limits() const {
   return l;
 }
 
-unsigned sandbox_manager::claim_slot() {
-  unsigned slot = 0;
-  while (used_slots_.count(slot))
-    ++slot;
-  used_slots_.insert(slot);
-  return slot;
+std::optional<unsigned> sandbox_manager::claim_slot() {
+  const unsigned first = unsigned{cfg_.node_id} * host_id_slots_per_node;
+  for (unsigned slot = first; slot < first + host_id_slots_per_node; ++slot)
+    if (used_slots_.insert(slot).second) return slot;
+  return std::nullopt;
 }
 
 fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_settings& settings,
-                                       sandbox_entry& entry, api_error& err) {
+                                       sandbox_entry& entry, domain_error& err) {
   json policy = default_policy_;
   auto& limits = policy["limits"];
   if (!limits.is_object()) limits = json::object();
@@ -350,8 +349,7 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
     const bool has_max = limits.contains(key) && limits[key].is_number();
     const T max = has_max ? limits[key].get<T>() : T{};
     if (wanted && has_max && *wanted > max) {
-      err = {400, "Bad Request",
-             "limits." + std::string(key) + " " + json(*wanted).dump() +
+      err = {fault::invalid, "limits." + std::string(key) + " " + json(*wanted).dump() +
                  " is above this gateway's maximum of " + json(max).dump()};
       return false;
     }
@@ -365,9 +363,7 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
     return {};
   const std::uint64_t ttl = settings.ttl_s.value_or(max_ttl_s_);
   if (ttl > max_ttl_s_) {
-    err = {
-        400, "Bad Request",
-        "ttl_s " + std::to_string(ttl) + " is above this gateway's maximum of " + std::to_string(max_ttl_s_)};
+    err = {fault::invalid, "ttl_s " + std::to_string(ttl) + " is above this gateway's maximum of " + std::to_string(max_ttl_s_)};
     return {};
   }
   policy["ttl_s"] = ttl;
@@ -406,7 +402,7 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
 
 std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& settings,
                                                        const std::string& owner, bool implicit,
-                                                       bool unsandboxed, api_error& err, bool pooled) {
+                                                       bool unsandboxed, domain_error& err, bool pooled) {
   auto s = std::make_shared<sandbox_entry>();
   s->id = new_id(cfg_.node_id);
   s->owner = owner;
@@ -420,6 +416,15 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   specs_.refresh();
   const auto policy = write_policy(s->id, settings, *s, err);
   if (policy.empty()) return nullptr;
+  if (!unsandboxed) {
+    const auto slot = claim_slot();
+    if (!slot) {
+      err = {fault::at_capacity,
+             "This node runs its maximum of " + std::to_string(host_id_slots_per_node) + " sandboxes"};
+      return nullptr;
+    }
+    s->slot = *slot;
+  }
   try {
     s->unsandboxed = unsandboxed;
     if (unsandboxed) {
@@ -436,7 +441,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
       opts.control_path = cfg_.state_dir / "control" / (s->id + ".sock");
       opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
       fs::create_directories(opts.log_path.parent_path());
-      opts.host_id_slot = s->slot = claim_slot();
+      opts.host_id_slot = s->slot;
       // Room for the connection files and sockets, and for four kernels' iopub journals.
       opts.run_dir_bytes = 16 * 1024 * 1024 + 4 * cfg_.iopub_journal_bytes;
       opts.ready_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
@@ -445,8 +450,8 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
       s->box = box;
     }
   } catch (const std::exception& e) {
-    used_slots_.erase(s->slot);
-    err = {500, "Internal Server Error", std::string("cannot create a sandbox: ") + e.what()};
+    if (!unsandboxed) used_slots_.erase(s->slot);
+    err = {fault::internal, std::string("cannot create a sandbox: ") + e.what()};
     return nullptr;
   }
   watch_end(s);
@@ -463,13 +468,12 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
 }
 
 bool sandbox_manager::set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings,
-                                       api_error& err) const {
+                                       domain_error& err) const {
   // The operator's idle timeout binds every sandbox, implicit ones too; a
   // creator may ask for a shorter one.
   const auto timeout = settings.idle_timeout_s.value_or(cfg_.sandbox_idle_timeout_s);
   if (cfg_.sandbox_idle_timeout_s > 0 && timeout > cfg_.sandbox_idle_timeout_s) {
-    err = {400, "Bad Request",
-           "idle_timeout_s " + std::to_string(timeout) + " is above this gateway's maximum of " +
+    err = {fault::invalid, "idle_timeout_s " + std::to_string(timeout) + " is above this gateway's maximum of " +
                std::to_string(cfg_.sandbox_idle_timeout_s)};
     return false;
   }
@@ -482,12 +486,11 @@ bool sandbox_manager::poolable(const sandbox_settings& settings) {
          !settings.network && settings.env.empty();
 }
 
-std::optional<api_error> sandbox_manager::claim(sandbox_entry& s, const sandbox_settings& settings,
+std::optional<domain_error> sandbox_manager::claim(sandbox_entry& s, const sandbox_settings& settings,
                                                 const std::string& owner, bool implicit) {
-  api_error err;
+  domain_error err;
   if (settings.ttl_s && *settings.ttl_s > max_ttl_s_)
-    return api_error{400, "Bad Request",
-                     "ttl_s " + std::to_string(*settings.ttl_s) + " is above this gateway's maximum of " +
+    return domain_error{fault::invalid, "ttl_s " + std::to_string(*settings.ttl_s) + " is above this gateway's maximum of " +
                          std::to_string(max_ttl_s_)};
   if (!set_idle_timeout(s, settings, err)) return err;
   s.owner = owner;
@@ -596,20 +599,19 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
   fs::remove(cfg_.state_dir / "policies" / (id + ".json"), ec);
   if (reason == "deleted" || reason == "culled") fs::remove(cfg_.state_dir / "logs" / (id + ".log"), ec);
   fs::remove_all(cfg_.state_dir / "workspaces" / id, ec);
-  used_slots_.erase(s->slot);
+  if (!s->unsandboxed) used_slots_.erase(s->slot);
   ++gateway_metrics().sandboxes_ended[reason];
   log::info("sandbox_destroyed", {{"sandbox_id", id}, {"reason", reason}});
 }
 
 void sandbox_manager::extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
-                             std::function<void(std::optional<api_error>)> done) {
+                             std::function<void(std::optional<domain_error>)> done) {
   if (ttl_s > max_ttl_s_)
-    return done(api_error{400, "Bad Request",
-                          "ttl_s " + std::to_string(ttl_s) + " is above this gateway's maximum of " +
+    return done(domain_error{fault::invalid, "ttl_s " + std::to_string(ttl_s) + " is above this gateway's maximum of " +
                               std::to_string(max_ttl_s_)});
   const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl_s);
   s->box->extend(expires_at, [this, s, expires_at, done = std::move(done)](const std::string& error) {
-    if (!error.empty()) return done(api_error{409, "Conflict", "cannot extend the sandbox: " + error});
+    if (!error.empty()) return done(domain_error{fault::conflict, "cannot extend the sandbox: " + error});
     s->expires_at = expires_at;
     if (sandboxes_.count(s->id)) persist(*s);
     done(std::nullopt);

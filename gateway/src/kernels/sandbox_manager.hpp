@@ -7,6 +7,7 @@
 
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
+#include "domain_error.hpp"
 #include "sandbox.hpp"
 
 #include <gateway/config.hpp>
@@ -30,13 +31,6 @@
 
 namespace sandgate::gateway {
 
-// Outcome of a request, in HTTP terms so the API can answer it directly.
-struct api_error {
-  unsigned status = 500;
-  std::string reason;
-  std::string message;
-};
-
 // [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
 [[nodiscard]] bool is_env_name(std::string_view name);
 // KERNEL_*: what Jupyter clients send about who and where (user name,
@@ -44,6 +38,10 @@ struct api_error {
 [[nodiscard]] inline bool is_kernel_variable(std::string_view name) {
   return name.starts_with("KERNEL_");
 }
+
+// Host id slots (two host uids each) per node: node N uses slots
+// [N * this, (N + 1) * this), so nodes that share a host never share uids.
+inline constexpr unsigned host_id_slots_per_node = 4096;
 
 struct sandbox_limits {
   std::uint64_t memory_bytes = 0;
@@ -128,11 +126,11 @@ class sandbox_manager {
   // Starts a sandbox; its supervisor becomes ready in the background (spawns
   // wait for it). nullptr with `err` set when the settings break the policy.
   std::shared_ptr<sandbox_entry> create(const sandbox_settings& settings, const std::string& owner,
-                                        bool implicit, bool unsandboxed, api_error& err, bool pooled = false);
+                                        bool implicit, bool unsandboxed, domain_error& err, bool pooled = false);
   // A pooled sandbox becomes `owner`'s, with the creator's idle timeout and
   // metadata (its limits are the default policy's); the caller then sets its
   // TTL from now with extend(). nullopt, or the error the settings break.
-  std::optional<api_error> claim(sandbox_entry& s, const sandbox_settings& settings, const std::string& owner,
+  std::optional<domain_error> claim(sandbox_entry& s, const sandbox_settings& settings, const std::string& owner,
                                  bool implicit);
   // Settings a pooled sandbox already satisfies: nothing about its limits,
   // network or environment differs from the default policy.
@@ -146,7 +144,7 @@ class sandbox_manager {
   // (and of `also_ids`, its kernels) answer `reason` for a while.
   void destroy(const std::string& id, const std::string& reason);
   void extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
-              std::function<void(std::optional<api_error>)> done);
+              std::function<void(std::optional<domain_error>)> done);
   // Why an id that no longer exists went away ("expired", "culled",
   // "deleted"), or nothing when it is unknown.
   [[nodiscard]] std::optional<std::string> gone(const std::string& id) const;
@@ -158,8 +156,10 @@ class sandbox_manager {
 
  private:
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
-                                     sandbox_entry& entry, api_error& err);
-  unsigned claim_slot();
+                                     sandbox_entry& entry, domain_error& err);
+  // The lowest free host id slot of this node's range (nodes sharing a host
+  // never share uids), or nothing when all are taken.
+  std::optional<unsigned> claim_slot();
   static std::optional<unsigned> slot_of_peer(int socket_fd);
   void persist(const sandbox_entry& s);
   void watch_end(const std::shared_ptr<sandbox_entry>& s);
@@ -167,7 +167,7 @@ class sandbox_manager {
   void sweep();
   void end(const std::string& id, const std::string& reason);
   // The creator's idle timeout, within the operator's; false with `err` set.
-  bool set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings, api_error& err) const;
+  bool set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings, domain_error& err) const;
 
   boost::asio::io_context& io_;
   const config& cfg_;

@@ -113,44 +113,44 @@ int unique_fd::release() noexcept {
   return fd;
 }
 
-file_error errno_file_error(int error, const std::string& what, const std::string& path) {
+domain_error errno_file_error(int error, const std::string& what, const std::string& path) {
   const std::string shown = path.empty() ? "the workspace" : "\"" + path + "\"";
   switch (error) {
     case ENOENT:
-      return {404, "No such file or directory: " + shown};
+      return {fault::not_found, "No such file or directory: " + shown};
     case EXDEV:
-      return {400, shown + " leads outside the workspace"};
+      return {fault::invalid, shown + " leads outside the workspace"};
     case ELOOP:
-      return {400, shown + " goes through too many links, or a link where none may be"};
+      return {fault::invalid, shown + " goes through too many links, or a link where none may be"};
     case ENOTDIR:
-      return {400, "A component of " + shown + " is not a directory"};
+      return {fault::invalid, "A component of " + shown + " is not a directory"};
     case EISDIR:
-      return {409, shown + " is a directory"};
+      return {fault::conflict, shown + " is a directory"};
     case EEXIST:
     case ENOTEMPTY:
-      return {409, shown + " already exists"};
+      return {fault::conflict, shown + " already exists"};
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
-      return {413, "The workspace is full: " + shown + " does not fit"};
+      return {fault::too_large, "The workspace is full: " + shown + " does not fit"};
     case ENAMETOOLONG:
-      return {400, "The path is too long: " + shown};
+      return {fault::invalid, "The path is too long: " + shown};
     case EACCES:
     case EPERM:
     case EROFS:
-      return {403, "Not allowed to " + what + " " + shown};
+      return {fault::forbidden, "Not allowed to " + what + " " + shown};
     default:
-      return {500, "Cannot " + what + " " + shown + ": " + std::strerror(error)};
+      return {fault::internal, "Cannot " + what + " " + shown + ": " + std::strerror(error)};
   }
 }
 
-std::optional<std::string> workspace_files::normalize(std::string_view path, file_error& err) {
+std::optional<std::string> workspace_files::normalize(std::string_view path, domain_error& err) {
   if (path.size() > max_path_bytes) {
-    err = {400, "The path is too long"};
+    err = {fault::invalid, "The path is too long"};
     return std::nullopt;
   }
   if (!path.empty() && path.front() == '/') {
-    err = {400, "Paths are relative to the workspace; \"" + std::string(path) + "\" is absolute"};
+    err = {fault::invalid, "Paths are relative to the workspace; \"" + std::string(path) + "\" is absolute"};
     return std::nullopt;
   }
   std::string out;
@@ -162,7 +162,7 @@ std::optional<std::string> workspace_files::normalize(std::string_view path, fil
     start = end + 1;
     if (part.empty() || part == ".") continue;
     if (part == ".." || part.find('\0') != std::string_view::npos || part.size() > max_name_bytes) {
-      err = {400, "The path \"" + std::string(path) + "\" has a \"..\", a NUL or a name that is too long"};
+      err = {fault::invalid, "The path \"" + std::string(path) + "\" has a \"..\", a NUL or a name that is too long"};
       return std::nullopt;
     }
     if (!out.empty()) out += '/';
@@ -171,13 +171,13 @@ std::optional<std::string> workspace_files::normalize(std::string_view path, fil
   return out;
 }
 
-unique_fd workspace_files::resolve(const std::string& path, int flags, file_error& err) const {
+unique_fd workspace_files::resolve(const std::string& path, int flags, domain_error& err) const {
   unique_fd fd(openat2_beneath(root_.get(), path.empty() ? "." : path.c_str(), flags));
   if (!fd) err = errno_file_error(errno, "open", path);
   return fd;
 }
 
-std::optional<struct stat> workspace_files::stat(const std::string& path, file_error& err) const {
+std::optional<struct stat> workspace_files::stat(const std::string& path, domain_error& err) const {
   const as_user user(uid_, gid_);
   const auto [parent, name] = split_parent(path);
   unique_fd dir = resolve(parent, O_PATH | O_DIRECTORY, err);
@@ -192,7 +192,7 @@ std::optional<struct stat> workspace_files::stat(const std::string& path, file_e
   return st;
 }
 
-unique_fd workspace_files::open_read(const std::string& path, struct stat& st, file_error& err) const {
+unique_fd workspace_files::open_read(const std::string& path, struct stat& st, domain_error& err) const {
   const as_user user(uid_, gid_);
   // O_PATH first: opening a FIFO or a device for reading could block or act.
   unique_fd where = resolve(path, O_PATH, err);
@@ -202,11 +202,11 @@ unique_fd workspace_files::open_read(const std::string& path, struct stat& st, f
     return {};
   }
   if (S_ISDIR(st.st_mode)) {
-    err = {409, "\"" + path + "\" is a directory"};
+    err = {fault::conflict, "\"" + path + "\" is a directory"};
     return {};
   }
   if (!S_ISREG(st.st_mode)) {
-    err = {400, "\"" + path + "\" is not a regular file"};
+    err = {fault::invalid, "\"" + path + "\" is not a regular file"};
     return {};
   }
   // Reopened through the descriptor just checked: the same file, whatever
@@ -218,7 +218,7 @@ unique_fd workspace_files::open_read(const std::string& path, struct stat& st, f
 }
 
 std::optional<std::vector<workspace_entry>> workspace_files::list(const std::string& path,
-                                                                  file_error& err) const {
+                                                                  domain_error& err) const {
   const as_user user(uid_, gid_);
   unique_fd dir = resolve(path, O_RDONLY | O_DIRECTORY, err);
   if (!dir) return std::nullopt;
@@ -242,10 +242,10 @@ std::optional<std::vector<workspace_entry>> workspace_files::list(const std::str
   return out;
 }
 
-bool workspace_files::remove(const std::string& path, file_error& err) const {
+bool workspace_files::remove(const std::string& path, domain_error& err) const {
   const as_user user(uid_, gid_);
   if (path.empty()) {
-    err = {400, "The workspace itself cannot be removed"};
+    err = {fault::invalid, "The workspace itself cannot be removed"};
     return false;
   }
   const auto [parent, name] = split_parent(path);
@@ -264,7 +264,7 @@ bool workspace_files::remove(const std::string& path, file_error& err) const {
   return true;
 }
 
-unique_fd workspace_files::make_parents(const std::string& dir, file_error& err) const {
+unique_fd workspace_files::make_parents(const std::string& dir, domain_error& err) const {
   // Each prefix is resolved from the workspace root, so a link planted
   // between two steps can only lead to another place beneath it.
   std::string prefix;
@@ -286,10 +286,10 @@ unique_fd workspace_files::make_parents(const std::string& dir, file_error& err)
 }
 
 std::optional<workspace_files::upload> workspace_files::begin_upload(const std::string& path,
-                                                                     file_error& err) const {
+                                                                     domain_error& err) const {
   const as_user user(uid_, gid_);
   if (path.empty()) {
-    err = {400, "A file path is required"};
+    err = {fault::invalid, "A file path is required"};
     return std::nullopt;
   }
   const auto [parent, name] = split_parent(path);
@@ -308,7 +308,7 @@ std::optional<workspace_files::upload> workspace_files::begin_upload(const std::
   return u;
 }
 
-bool workspace_files::commit(upload& u, file_error& err) const {
+bool workspace_files::commit(upload& u, domain_error& err) const {
   const as_user user(uid_, gid_);
   if (::fsync(u.file.get()) != 0 && errno != EINVAL) {
     err = errno_file_error(errno, "write", u.path);

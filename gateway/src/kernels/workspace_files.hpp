@@ -6,6 +6,8 @@
 // in the sandbox planted can lead anywhere outside the workspace; only
 // directories and regular files are ever opened for content.
 
+#include "domain_error.hpp"
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -16,13 +18,6 @@
 #include <vector>
 
 namespace sandgate::gateway {
-
-// An error in HTTP terms: 400 bad or escaping path, 404 missing, 409 wrong
-// kind, 413 workspace full, 500 anything else.
-struct file_error {
-  unsigned status = 500;
-  std::string message;
-};
 
 class unique_fd {
  public:
@@ -57,16 +52,16 @@ class workspace_files {
 
   // The path with empty and "." components dropped; nothing (and `err`)
   // when it is absolute, has "..", a NUL, or is too long. "" is the workspace.
-  static std::optional<std::string> normalize(std::string_view path, file_error& err);
+  static std::optional<std::string> normalize(std::string_view path, domain_error& err);
 
   // What `path` is, without following a final link: S_IFDIR, S_IFREG, ... or
   // nothing when it does not exist (err 404) or cannot be reached.
-  std::optional<struct stat> stat(const std::string& path, file_error& err) const;
+  std::optional<struct stat> stat(const std::string& path, domain_error& err) const;
   // A regular file opened for reading, with its stat.
-  unique_fd open_read(const std::string& path, struct stat& st, file_error& err) const;
-  std::optional<std::vector<workspace_entry>> list(const std::string& path, file_error& err) const;
+  unique_fd open_read(const std::string& path, struct stat& st, domain_error& err) const;
+  std::optional<std::vector<workspace_entry>> list(const std::string& path, domain_error& err) const;
   // Removes a file, link or directory (with its content).
-  bool remove(const std::string& path, file_error& err) const;
+  bool remove(const std::string& path, domain_error& err) const;
 
   // An upload goes to a temporary file beside its target (parents are made),
   // and takes its name only when complete.
@@ -77,13 +72,13 @@ class workspace_files {
     std::string name;
     std::string path;
   };
-  std::optional<upload> begin_upload(const std::string& path, file_error& err) const;
-  bool commit(upload& u, file_error& err) const;
+  std::optional<upload> begin_upload(const std::string& path, domain_error& err) const;
+  bool commit(upload& u, domain_error& err) const;
   void abort(upload& u) const;
 
  private:
-  unique_fd resolve(const std::string& path, int flags, file_error& err) const;
-  unique_fd make_parents(const std::string& dir, file_error& err) const;
+  unique_fd resolve(const std::string& path, int flags, domain_error& err) const;
+  unique_fd make_parents(const std::string& dir, domain_error& err) const;
 
   unique_fd root_;
   uid_t uid_;
@@ -91,6 +86,6 @@ class workspace_files {
 };
 
 // From errno, for an operation on `path`.
-file_error errno_file_error(int error, const std::string& what, const std::string& path);
+domain_error errno_file_error(int error, const std::string& what, const std::string& path);
 
 }  // namespace sandgate::gateway

@@ -85,6 +85,18 @@ const std::vector<option>& options() {
        [](config& c, const std::string& v) { c.kernel_env_allow = split_list(v); }},
       {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
        SG_NUM(node_id)},
+      {"peers", "N=URL[,N=URL]",
+       "the cluster's other nodes (e.g. 2=http://10.0.0.2:8888): the lists of kernels, sandboxes and "
+       "sessions span them (default none)",
+       SG_STR(peers)},
+      {"peers-file", "FILE", "the cluster's nodes, one 'N URL' line each, read again when it changes",
+       SG_STR(peers_file)},
+      {"peer-timeout-ms", "N", "a peer that has not answered a list by then is left out of it (default 500)",
+       SG_NUM(peer_timeout_ms)},
+      {"agent-check-port", "N",
+       "answer HAProxy's agent-check on this port: 'ready N%' (free kernel capacity) or 'drain' when full or "
+       "draining (default none)",
+       SG_NUM(agent_check_port)},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
       {"audit-log", "FILE",
        "audit log, JSON lines appended to FILE (mode 0600; SIGHUP reopens it) (default "
