@@ -289,8 +289,12 @@ class Capacity(ClusterTestCase):
                 break
         self.assertIsNotNone(kid, "no create reached node 3")
         node3 = self.cluster.nodes[3]
-        r = node3.request("PATCH", "api/node", {"draining": True})
-        self.assertEqual((r.status, r.json()["draining"]), (200, True), r)
+        # Through HAProxy, ?node= picks the node; a node refuses what is meant for another.
+        r = self.cluster.nodes[1].request("PATCH", "api/node?node=0003", {"draining": True})
+        self.assertEqual((r.status, r.json()["reason"]), (404, "other_node"), r)
+        self.assertFalse(node3.request("GET", "api/node").json()["draining"])
+        r = self.cluster.request("PATCH", "api/node?node=0003", {"draining": True})
+        self.assertEqual((r.status, r.json()["node_id"], r.json()["draining"]), (200, 3, True), r)
         self.addCleanup(lambda: node3.request("PATCH", "api/node", {"draining": False}))
         self.cluster.lb.wait_server_state(3, "DRAIN", timeout=5)
         self.assertEqual(self.execute(kid, "1 + 1")["status"], "ok")
@@ -300,14 +304,19 @@ class Capacity(ClusterTestCase):
             self.cluster.request("DELETE", f"api/kernels/{k}")
         # The node's own answer to a create, had HAProxy sent one there.
         self.assertEqual(node3.request("POST", "api/sandboxes", {}).status, 503)
-        r = node3.request("PATCH", "api/node", {"draining": False})
-        self.assertEqual(r.json()["draining"], False)
+        r = self.cluster.request("PATCH", "api/node?node=0003", {"draining": False})
+        self.assertEqual((r.json()["node_id"], r.json()["draining"]), (3, False))
         self.cluster.lb.wait_server_state(3, "UP", timeout=5)
 
-    def test_only_the_admin_drains(self):
-        r = self.cluster.nodes[1].request("PATCH", "api/node", {"draining": "yes"})
-        self.assertEqual(r.status, 400, r)
-        self.assertEqual(self.cluster.nodes[1].request("GET", "api/node").json()["node_id"], 1)
+    def test_a_drain_must_be_well_formed(self):
+        node1 = self.cluster.nodes[1]
+        self.assertEqual(node1.request("PATCH", "api/node", {"draining": "yes"}).status, 400)
+        self.assertEqual(node1.request("PATCH", "api/node?node=3", {"draining": True}).status, 400)
+        self.assertEqual(node1.request("PATCH", "api/node", raw=b"{nope").status, 400)
+        self.assertFalse(node1.request("GET", "api/node").json()["draining"])
+        for n in (1, 2, 3):
+            r = self.cluster.request("GET", f"api/node?node={n:04x}")
+            self.assertEqual((r.status, r.json()["node_id"]), (200, n), r)
 
 
 class Membership(ClusterTestCase):

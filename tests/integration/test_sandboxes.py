@@ -464,6 +464,13 @@ class Ownership(SandboxTestCase):
         self.assertIn(sid, [s["id"] for s in self.gw.request("GET", "api/sandboxes").json()])
         self.assertIn(kid, [k["id"] for k in self.gw.request("GET", "api/kernels").json()])
 
+    def test_only_the_admin_drains_the_node(self):
+        self.assertError(self.as_("alice", "PATCH", "api/node", {"draining": True}), 403)
+        self.assertEqual(self.as_("alice", "GET", "api/node").json()["draining"], False)
+        r = self.as_("alice", "POST", "api/sandboxes", {})  # still takes creates
+        self.assertEqual(r.status, 201, r)
+        self.addCleanup(self._delete_sandbox_quietly, r.json()["id"])
+
     def test_quotas_hold_under_concurrent_creates(self):
         import concurrent.futures
         with concurrent.futures.ThreadPoolExecutor(8) as pool:

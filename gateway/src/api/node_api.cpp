@@ -8,11 +8,34 @@
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
 
+#include <charconv>
+
 namespace sandgate::gateway {
 namespace http = boost::beast::http;
 using json = nlohmann::json;
 
+// ?node=XXXX (four hex digits, as in ids) names the node meant, so that a
+// request a balancer routes by it never acts on another: that answers 404.
+bool router::meant_for_this_node(context& ctx) {
+  const auto it = ctx.query.find("node");
+  if (it == ctx.query.end()) return true;
+  const std::string& v = it->second;
+  unsigned node = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), node, 16);
+  if (v.size() != 4 || ec != std::errc() || end != v.data() + v.size()) {
+    ctx.reply(ctx.error(http::status::bad_request, "?node= takes a node number as four hex digits, e.g. 0003"));
+    return false;
+  }
+  if (node == cfg_.node_id) return true;
+  ctx.reply(error_response_with_reason(http::status::not_found, "other_node",
+                                       "This is node " + std::to_string(cfg_.node_id) + ", not node " +
+                                           std::to_string(node),
+                                       ctx.req.version(), ctx.req.keep_alive()));
+  return false;
+}
+
 void router::get_node(context& ctx) {
+  if (!meant_for_this_node(ctx)) return;
   json peers = json::array();
   for (const auto& p : peers_.peers())
     peers.push_back({{"node", p.node}, {"url", p.url}});
@@ -25,6 +48,7 @@ void router::get_node(context& ctx) {
 }
 
 void router::patch_node(context& ctx) {
+  if (!meant_for_this_node(ctx)) return;
   if (!ctx.who.admin)
     return ctx.reply(ctx.error(http::status::forbidden, "Only the gateway's own token may drain a node"));
   std::string error;

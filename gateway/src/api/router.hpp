@@ -145,6 +145,7 @@ class router {
   void get_kernelspecs(context& ctx);
   void get_kernelspec(context& ctx, const std::string& name);
   void get_kernelspec_resource(context& ctx, const std::string& name, const std::string& file);
+  [[nodiscard]] bool meant_for_this_node(context& ctx);  // false after answering
   void get_node(context& ctx);
   void patch_node(context& ctx);
   // This node's list (`local`), or, unless the caller asked for this node's

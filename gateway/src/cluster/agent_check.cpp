@@ -1,5 +1,7 @@
 #include "agent_check.hpp"
 
+#include "../http/server.hpp"
+
 #include <gateway/log.hpp>
 
 #include <boost/asio/write.hpp>
@@ -20,10 +22,7 @@ std::string capacity_report(std::size_t free, std::size_t max, bool draining) {
 
 agent_check::agent_check(asio::io_context& io, const tcp::endpoint& endpoint, std::function<std::string()> report)
     : acceptor_(io), report_(std::move(report)) {
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(tcp::acceptor::reuse_address(true));
-  acceptor_.bind(endpoint);
-  acceptor_.listen();
+  listen_on(acceptor_, endpoint);
   accept();
 }
 

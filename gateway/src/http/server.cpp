@@ -9,17 +9,21 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
-server::server(asio::io_context& io, const tcp::endpoint& ep, router& r, http_limits limits,
-               asio::ssl::context* tls)
-    : io_(io), acceptor_(io), router_(r), limits_(limits), tls_(tls) {
+void listen_on(tcp::acceptor& acceptor, const tcp::endpoint& ep) {
   boost::system::error_code ec;
-  acceptor_.open(ep.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     throw std::runtime_error("cannot listen on " + ep.address().to_string() + ":" +
                              std::to_string(ep.port()) + ": " + ec.message());
+}
+
+server::server(asio::io_context& io, const tcp::endpoint& ep, router& r, http_limits limits,
+               asio::ssl::context* tls)
+    : io_(io), acceptor_(io), router_(r), limits_(limits), tls_(tls) {
+  listen_on(acceptor_, ep);
 }
 
 unsigned short server::port() const {

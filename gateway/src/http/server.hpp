@@ -22,6 +22,9 @@ struct http_limits {
   std::chrono::seconds idle{300};
 };
 
+// Opens, binds and listens; throws std::runtime_error naming the address.
+void listen_on(boost::asio::ip::tcp::acceptor& acceptor, const boost::asio::ip::tcp::endpoint& ep);
+
 class server {
  public:
   // `tls`: serve https/wss with this context; null for plain http.
