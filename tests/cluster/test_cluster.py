@@ -43,6 +43,7 @@ class Through:
         self.lb = lb
         self.host, self.port = lb.bind
         self.token = token
+        self.url = f"http://{self.host}:{self.port}/"
         self.ws_base = f"ws://{self.host}:{self.port}/"
 
     def describe(self):
