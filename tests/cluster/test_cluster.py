@@ -54,9 +54,10 @@ class Cluster:
     """Nodes 1..n on 127.0.<block>.<10+N>, each with --peers-file listing all
     of them, and HAProxy in front. Call stop() at the end."""
 
-    def __init__(self, block, n=3, node_args=()):
+    def __init__(self, block, n=3, node_args=(), sandboxed=False):
         self.block = block
         self.node_args = tuple(node_args)
+        self.sandboxed = sandboxed
         self.dir = tempfile.mkdtemp(prefix="sandgate-cluster-")
         self.peers_file = os.path.join(self.dir, "peers")
         # One agent port for all nodes: each has an address of its own.
@@ -82,7 +83,8 @@ class Cluster:
     def start_node(self, node, *extra):
         gw = Gateway("--ip", self.addr(node), "--node-id", str(node), "--peers-file", self.peers_file,
                      "--agent-check-port", str(self.agent_port), *self.node_args, *extra,
-                     token=TOKEN, name=f"cluster-node{node}") if os.path.exists(self.peers_file) else None
+                     token=TOKEN, name=f"cluster-node{node}", sandboxed=self.sandboxed
+                     ) if os.path.exists(self.peers_file) else None
         if gw is None:  # the first node starts before the file has its lines
             open(self.peers_file, "w").close()
             return self.start_node(node, *extra)
@@ -111,11 +113,12 @@ class Cluster:
 class ClusterTestCase(unittest.TestCase):
     block = 1
     node_args = ()
+    sandboxed = False
     cluster = None
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(cls.block, node_args=cls.node_args)
+        cls.cluster = Cluster(cls.block, node_args=cls.node_args, sandboxed=cls.sandboxed)
 
     @classmethod
     def tearDownClass(cls):
@@ -386,6 +389,76 @@ class Membership(ClusterTestCase):
         self.assertNotIn(kids[3], listed)
         self.assertTrue({kids[1], kids[2]} <= listed)
         self.assertEqual(r.headers.get("X-Sandgate-Missing-Nodes"), "3")
+
+
+def process_tree_uids(root_pid):
+    """The real uids of root_pid and every process below it."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            ppid = parent(entry)
+            if ppid is not None:
+                children.setdefault(ppid, []).append(int(entry))
+    uids, todo = set(), [root_pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uids.add(next(int(line.split()[1]) for line in f if line.startswith("Uid:")))
+        except (OSError, StopIteration):
+            continue
+        todo.extend(children.get(pid, []))
+    return uids
+
+
+class SandboxedNodes(ClusterTestCase):
+    """Real sandboxes on nodes that share a host."""
+    block = 6
+    sandboxed = True
+
+    def test_nodes_on_one_host_never_share_host_uids(self):
+        uids = {}
+        for node, gw in self.cluster.nodes.items():
+            r = gw.request("POST", "api/sandboxes", {})
+            self.assertEqual(r.status, 201, r)
+            sid = r.json()["id"]
+            self.addCleanup(gw.request, "DELETE", f"api/sandboxes/{sid}")
+            r = gw.request("POST", f"api/sandboxes/{sid}/kernels", {"name": "python"}, timeout=120)
+            self.assertEqual(r.status, 201, r)
+            kid = r.json()["id"]
+            r = gw.request("POST", f"api/kernels/{kid}/execute", {"code": "import os; print(os.getuid())"})
+            self.assertEqual(r.json()["status"], "ok", r)
+            # On the host: the sandbox's supervisor and everything under it.
+            # (sandgate-sandbox is two processes: the outer one, the gateway's child, and the sandbox's pid 1.)
+            supervisors = [p for p in gw_processes(gw) if f"--id {sid}" in cmdline(p) and parent(p) == gw.proc.pid]
+            self.assertEqual(len(supervisors), 1, [cmdline(p) for p in gw_processes(gw)])
+            uids[node] = process_tree_uids(supervisors[0]) - {0}
+            self.assertTrue(uids[node], f"node {node}'s sandbox runs only as root")
+        for a in uids:
+            for b in uids:
+                if a < b:
+                    self.assertFalse(uids[a] & uids[b], f"nodes {a} and {b} share host uids {uids[a] & uids[b]}")
+
+
+def gw_processes(gw):
+    from sandgate_fixture import processes_of
+    return processes_of(gw.state_dir)
+
+
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 if __name__ == "__main__":
