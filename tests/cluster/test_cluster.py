@@ -251,6 +251,13 @@ class Routing(ClusterTestCase):
         self.assertEqual(r.status, 404, r)
         self.assertEqual(r.json()["reason"], "other_node")
         self.assertIn(f"node {owner}", r.json()["message"])
+        # Its channels too, and a kernel for another node's sandbox.
+        with self.assertRaises(Exception) as caught:
+            KernelSocket(self.cluster.nodes[other], kid)
+        self.assertIn("404", str(caught.exception))
+        sid = self.cluster.request("GET", f"api/kernels/{kid}").json()["sandbox_id"]
+        r = self.cluster.nodes[other].request("POST", "api/kernels", {"name": "python3", "sandbox_id": sid})
+        self.assertEqual((r.status, r.json()["reason"]), (404, "other_node"), r)
         # A node with no slot in HAProxy: any node answers, naming it.
         ghost = "0009" + kid[4:]
         r = self.cluster.request("GET", f"api/kernels/{ghost}")
