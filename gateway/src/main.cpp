@@ -4,9 +4,9 @@
 // sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
 #include "api/auth.hpp"
 #include "api/router.hpp"
+#include "audit/audit_log.hpp"
 #include "cluster/agent_check.hpp"
 #include "cluster/peer_directory.hpp"
-#include "audit/audit_log.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
 #include "http/ws_session.hpp"
@@ -129,8 +129,8 @@ int run(sg::config cfg) {
   if (cfg.agent_check_port != 0)
     agent = std::make_unique<sg::agent_check>(
         io, boost::asio::ip::tcp::endpoint{address, cfg.agent_check_port}, [&] {
-      return sg::capacity_report(kernels.free_kernel_slots(), cfg.max_kernels, kernels.draining());
-    });
+          return sg::capacity_report(kernels.free_kernel_slots(), cfg.max_kernels, kernels.draining());
+        });
   if (agent) sg::log::info("agent_check_listening", {{"port", std::to_string(agent->port())}});
 
   const std::string url = std::string(tls ? "https://" : "http://") +

@@ -36,7 +36,7 @@ struct config {
   // and/or a file of "N URL" lines (read again when it changes).
   std::string peers;
   std::filesystem::path peers_file;
-  unsigned peer_timeout_ms = 500;  // a peer that has not answered a list by then is left out
+  unsigned peer_timeout_ms = 500;      // a peer that has not answered a list by then is left out
   std::uint16_t agent_check_port = 0;  // HAProxy agent-check (free capacity) on --ip; 0: none
   std::string log_level = "info";
   std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log

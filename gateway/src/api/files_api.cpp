@@ -286,10 +286,10 @@ router::upload_start router::begin_upload(const http::request_header<>& header, 
     std::uint64_t declared = 0;
     if (!length.empty() && parse_u64(length, declared) && s->limits.workspace_bytes &&
         declared > s->limits.workspace_bytes)
-      return reject(ctx->error(domain_error{fault::too_large,
-                                         "The file (" + std::to_string(declared) +
-                                             " bytes) is larger than the workspace (" +
-                                             std::to_string(s->limits.workspace_bytes) + " bytes)"}));
+      return reject(ctx->error(domain_error{fault::too_large, "The file (" + std::to_string(declared) +
+                                                                  " bytes) is larger than the workspace (" +
+                                                                  std::to_string(s->limits.workspace_bytes) +
+                                                                  " bytes)"}));
     unique_fd root(s->box->open_workspace());
     if (!root) return reject(ctx->error(http::status::conflict, "The sandbox's workspace is not available"));
     auto job = std::make_shared<upload_job>();
@@ -319,7 +319,8 @@ void router::finish_upload(const std::shared_ptr<upload_job>& job, beast::error_
     job->files->abort(job->upload);
     domain_error err;
     if (ec == http::error::body_limit || ec == boost::system::errc::file_too_large)
-      err = {fault::too_large, "The upload is larger than the workspace (" + std::to_string(job->max_bytes) + " bytes)"};
+      err = {fault::too_large,
+             "The upload is larger than the workspace (" + std::to_string(job->max_bytes) + " bytes)"};
     else if (ec.category() == boost::system::system_category() ||
              ec.category() == boost::system::generic_category())
       err = errno_file_error(ec.value(), "write", path);
@@ -333,8 +334,7 @@ void router::finish_upload(const std::shared_ptr<upload_job>& job, beast::error_
   ::fstat(job->upload.file.get(), &st);
   domain_error err;
   const std::string path = up.path;
-  if (!job->files->commit(job->upload, err))
-    return ctx->reply(ctx->error(err));
+  if (!job->files->commit(job->upload, err)) return ctx->reply(ctx->error(err));
   audit(*ctx, "file.put", {{"sandbox_id", job->sandbox->id}, {"path", path}, {"size", st.st_size}});
   auto res = ctx->json(http::status::created, {{"path", path}, {"size", st.st_size}});
   res.set(http::field::location, cfg_.base_url + "api/sandboxes/" + job->sandbox->id + "/files/" + path);

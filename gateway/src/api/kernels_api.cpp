@@ -179,25 +179,27 @@ void router::post_kernel(context& ctx, const std::string& path_sandbox_id) {
   if (!sandbox.is_null() && !sandbox.is_string())
     return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" must be a string"));
   if (!path_sandbox_id.empty() && sandbox.is_string() && sandbox.get<std::string>() != path_sandbox_id)
-    return ctx.reply(ctx.error(http::status::bad_request, "\"sandbox_id\" differs from the sandbox in the path"));
-  const std::string sandbox_id =
-      !path_sandbox_id.empty() ? path_sandbox_id : sandbox.is_string() ? sandbox.get<std::string>() : "";
+    return ctx.reply(
+        ctx.error(http::status::bad_request, "\"sandbox_id\" differs from the sandbox in the path"));
+  const std::string sandbox_id = !path_sandbox_id.empty() ? path_sandbox_id
+                                 : sandbox.is_string()    ? sandbox.get<std::string>()
+                                                          : "";
   if (auto res = other_node(ctx.req, resource::sandbox, sandbox_id)) return ctx.reply(std::move(*res));
   auto self = ctx.shared_from_this();
-  kernels_.start_kernel(
-      name, std::move(*env), ctx.who, sandbox_id,
-      [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k, std::optional<domain_error> err) {
-        if (err) return self->reply(self->error(*err));
-        watch(k);
-        audit(*self, "kernel.create",
-              {{"kernel_id", k->id()},
-               {"kernel_name", k->name()},
-               {"sandbox_id", k->sandbox_id()},
-               {"implicit_sandbox", implicit}});
-        auto res = self->json(http::status::created, kernel_model(*k));
-        res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
-        self->reply(std::move(res));
-      });
+  kernels_.start_kernel(name, std::move(*env), ctx.who, sandbox_id,
+                        [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k,
+                                                                    std::optional<domain_error> err) {
+                          if (err) return self->reply(self->error(*err));
+                          watch(k);
+                          audit(*self, "kernel.create",
+                                {{"kernel_id", k->id()},
+                                 {"kernel_name", k->name()},
+                                 {"sandbox_id", k->sandbox_id()},
+                                 {"implicit_sandbox", implicit}});
+                          auto res = self->json(http::status::created, kernel_model(*k));
+                          res.set(http::field::location, cfg_.base_url + "api/kernels/" + k->id());
+                          self->reply(std::move(res));
+                        });
 }
 
 void router::get_kernel(context& ctx, const std::string& id) {

@@ -23,14 +23,15 @@ bool router::meant_for_this_node(context& ctx) {
   unsigned node = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), node, 16);
   if (v.size() != 4 || ec != std::errc() || end != v.data() + v.size()) {
-    ctx.reply(ctx.error(http::status::bad_request, "?node= takes a node number as four hex digits, e.g. 0003"));
+    ctx.reply(
+        ctx.error(http::status::bad_request, "?node= takes a node number as four hex digits, e.g. 0003"));
     return false;
   }
   if (node == cfg_.node_id) return true;
-  ctx.reply(error_response_with_reason(http::status::not_found, "other_node",
-                                       "This is node " + std::to_string(cfg_.node_id) + ", not node " +
-                                           std::to_string(node),
-                                       ctx.req.version(), ctx.req.keep_alive()));
+  ctx.reply(error_response_with_reason(
+      http::status::not_found, "other_node",
+      "This is node " + std::to_string(cfg_.node_id) + ", not node " + std::to_string(node),
+      ctx.req.version(), ctx.req.keep_alive()));
   return false;
 }
 
@@ -66,8 +67,8 @@ void router::patch_node(context& ctx) {
 }
 
 void router::reply_list(context& ctx, const std::string& target, json local) {
-  const bool node_only = ctx.req[scope_header] == "node" ||
-                         (ctx.query.count("scope") && ctx.query.at("scope") == "node");
+  const bool node_only =
+      ctx.req[scope_header] == "node" || (ctx.query.count("scope") && ctx.query.at("scope") == "node");
   const auto& peers = peers_.peers();
   if (node_only || peers.empty()) return ctx.reply(ctx.json(http::status::ok, local));
   // The peers get the caller's query (filters) but never its token, which
@@ -82,8 +83,8 @@ void router::reply_list(context& ctx, const std::string& target, json local) {
   std::string authorization(ctx.req[http::field::authorization]);
   if (authorization.empty() && ctx.query.count("token")) authorization = "token " + ctx.query.at("token");
   auto self = ctx.shared_from_this();
-  list_across(kernels_.io(), peers, target + query, authorization, std::chrono::milliseconds(cfg_.peer_timeout_ms),
-              std::move(local), [self](cluster_list merged) {
+  list_across(kernels_.io(), peers, target + query, authorization,
+              std::chrono::milliseconds(cfg_.peer_timeout_ms), std::move(local), [self](cluster_list merged) {
                 auto res = self->json(http::status::ok, merged.items);
                 if (!merged.missing.empty()) {
                   std::string nodes;

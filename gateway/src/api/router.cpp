@@ -76,8 +76,8 @@ router::response router::error_response(http::status status, std::string message
                                     version, keep_alive);
 }
 
-router::response router::error_response_with_reason(http::status status, std::string reason, std::string message,
-                                                    unsigned version, bool keep_alive) {
+router::response router::error_response_with_reason(http::status status, std::string reason,
+                                                    std::string message, unsigned version, bool keep_alive) {
   response res{status, version};
   res.set(http::field::server, "sandgate");
   res.set(http::field::content_type, "application/json");

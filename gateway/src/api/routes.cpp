@@ -40,7 +40,9 @@ const std::vector<router::route>& router::routes() {
   static const std::vector<route> table = {
       // Answered in prepare(), before authentication; listed so that other methods get 405.
       {verb::get, "health", resource::none,
-       [](r&, context& c, args) { c.reply(c.json(http::status::ok, {{"status", "ok"}})); }},
+       [](r&, context& c, args) {
+         c.reply(c.json(http::status::ok, {{"status", "ok"}}));
+       }},
       {verb::get, "metrics", resource::none, [](r& self, context& c, args) { self.get_metrics(c); }},
       {verb::get, "kernelspecs/{}/{}", resource::none,
        [](r& self, context& c, args a) { self.get_kernelspec_resource(c, a[0], a[1]); }},
@@ -48,13 +50,15 @@ const std::vector<router::route>& router::routes() {
       {verb::get, "api/openapi.json", resource::none, [](r& self, context& c, args) { self.get_openapi(c); }},
       {verb::get, "api/node", resource::none, [](r& self, context& c, args) { self.get_node(c); }},
       {verb::patch, "api/node", resource::none, [](r& self, context& c, args) { self.patch_node(c); }},
-      {verb::get, "api/kernelspecs", resource::none, [](r& self, context& c, args) { self.get_kernelspecs(c); }},
+      {verb::get, "api/kernelspecs", resource::none,
+       [](r& self, context& c, args) { self.get_kernelspecs(c); }},
       {verb::get, "api/kernelspecs/{}", resource::none,
        [](r& self, context& c, args a) { self.get_kernelspec(c, a[0]); }},
 
       {verb::get, "api/kernels", resource::none, [](r& self, context& c, args) { self.list_kernels(c); }},
       {verb::post, "api/kernels", resource::none, [](r& self, context& c, args) { self.post_kernel(c); }},
-      {verb::get, "api/kernels/{}", resource::kernel, [](r& self, context& c, args a) { self.get_kernel(c, a[0]); }},
+      {verb::get, "api/kernels/{}", resource::kernel,
+       [](r& self, context& c, args a) { self.get_kernel(c, a[0]); }},
       {verb::delete_, "api/kernels/{}", resource::kernel,
        [](r& self, context& c, args a) { self.delete_kernel(c, a[0]); }},
       {verb::post, "api/kernels/{}/interrupt", resource::kernel,
@@ -128,11 +132,11 @@ std::optional<router::response> router::other_node(const request& req, resource 
   const auto node = id_node(id);
   if (!node || id[14] != '8' || *node == cfg_.node_id) return std::nullopt;
   static constexpr const char* noun[] = {"", "Kernel", "Sandbox", "Session"};
-  return error_response_with_reason(
-      http::status::not_found, "other_node",
-      std::string(noun[static_cast<int>(names)]) + " " + id + " belongs to node " + std::to_string(*node) +
-          ", not to node " + std::to_string(cfg_.node_id),
-      req.version(), req.keep_alive());
+  return error_response_with_reason(http::status::not_found, "other_node",
+                                    std::string(noun[static_cast<int>(names)]) + " " + id +
+                                        " belongs to node " + std::to_string(*node) + ", not to node " +
+                                        std::to_string(cfg_.node_id),
+                                    req.version(), req.keep_alive());
 }
 
 }  // namespace sandgate::gateway

@@ -76,15 +76,14 @@ void router::post_session(context& ctx) {
     if (k) finish(k->id());
     return;
   }
-  kernels_.start_kernel(
-      string_field(kernel_req, "name"), {}, ctx.who, "",
-      [this, self, finish, session_id = rec.id](std::shared_ptr<kernel> k,
-                                                std::optional<domain_error> err) mutable {
-        if (err) return self->reply(self->error(*err));
-        watch(k);
-        audit_session_kernel(*self, *k, session_id);
-        finish(k->id());
-      });
+  kernels_.start_kernel(string_field(kernel_req, "name"), {}, ctx.who, "",
+                        [this, self, finish, session_id = rec.id](std::shared_ptr<kernel> k,
+                                                                  std::optional<domain_error> err) mutable {
+                          if (err) return self->reply(self->error(*err));
+                          watch(k);
+                          audit_session_kernel(*self, *k, session_id);
+                          finish(k->id());
+                        });
 }
 
 // A kernel a session started, in a sandbox of its own.

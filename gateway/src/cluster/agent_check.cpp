@@ -20,7 +20,8 @@ std::string capacity_report(std::size_t free, std::size_t max, bool draining) {
   return "ready " + std::to_string(percent) + "%\n";
 }
 
-agent_check::agent_check(asio::io_context& io, const tcp::endpoint& endpoint, std::function<std::string()> report)
+agent_check::agent_check(asio::io_context& io, const tcp::endpoint& endpoint,
+                         std::function<std::string()> report)
     : acceptor_(io), report_(std::move(report)) {
   listen_on(acceptor_, endpoint);
   accept();

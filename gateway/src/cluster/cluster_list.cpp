@@ -13,7 +13,8 @@ void append_new_items(json& into, const json& more) {
   if (!more.is_array()) return;
   std::set<std::string> ids;
   for (const auto& item : into)
-    if (item.is_object() && item.contains("id") && item["id"].is_string()) ids.insert(item["id"].get<std::string>());
+    if (item.is_object() && item.contains("id") && item["id"].is_string())
+      ids.insert(item["id"].get<std::string>());
   for (const auto& item : more) {
     if (!item.is_object() || !item.contains("id") || !item["id"].is_string()) continue;
     if (ids.insert(item["id"].get<std::string>()).second) into.push_back(item);
@@ -43,8 +44,9 @@ void list_across(boost::asio::io_context& io, const std::vector<peer>& peers, co
     http_get(io, peers[i], target, headers, timeout, [g, i, node = peers[i].node](http_reply r) {
       json part = r.error || r.status != 200 ? json() : json::parse(r.body, nullptr, false);
       if (!part.is_array()) {
-        log::warn("peer_list_missing", {{"node", std::to_string(node)},
-                                         {"error", r.error ? r.error.message() : "status " + std::to_string(r.status)}});
+        log::warn("peer_list_missing",
+                  {{"node", std::to_string(node)},
+                   {"error", r.error ? r.error.message() : "status " + std::to_string(r.status)}});
         g->result.missing.push_back(node);
       } else {
         g->parts[i] = std::move(part);

@@ -69,7 +69,8 @@ std::vector<peer> parse_peers(std::string_view text) {
   return out;
 }
 
-peer_directory::peer_directory(std::uint16_t self, const std::string& inline_peers, std::filesystem::path file)
+peer_directory::peer_directory(std::uint16_t self, const std::string& inline_peers,
+                               std::filesystem::path file)
     : self_(self), inline_(parse_peers(inline_peers)), file_(std::move(file)) {
   if (!file_.empty()) {
     std::error_code ec;
@@ -114,7 +115,8 @@ const std::vector<peer>& peer_directory::peers() {
     merge();
     log::info("peers_changed", {{"path", file_.string()}, {"peers", std::to_string(all_.size())}});
   } catch (const std::exception& e) {
-    if (!file_error_logged_) log::warn("peers_file_rejected", {{"path", file_.string()}, {"error", e.what()}});
+    if (!file_error_logged_)
+      log::warn("peers_file_rejected", {{"path", file_.string()}, {"error", e.what()}});
     file_error_logged_ = true;
   }
   return all_;

@@ -155,7 +155,7 @@ void kernel_manager::release(const std::shared_ptr<kernel>& k, const std::string
 }
 
 std::optional<domain_error> kernel_manager::over_quota(const principal& who, bool new_sandbox,
-                                                    std::uint64_t memory_bytes, bool new_kernel) const {
+                                                       std::uint64_t memory_bytes, bool new_kernel) const {
   const auto& q = who.limits;
   if (!q.sandboxes && !q.kernels && !q.memory_bytes) return std::nullopt;
   std::uint64_t sandboxes = 0, memory = 0, kernels = 0;
@@ -167,7 +167,8 @@ std::optional<domain_error> kernel_manager::over_quota(const principal& who, boo
   for (const auto& [id, k] : kernels_)
     if (k->owner() == who.name) ++kernels;
   auto refuse = [](const std::string& what, std::uint64_t limit) {
-    return domain_error{fault::over_quota, "Over quota: at most " + std::to_string(limit) + " " + what + "; delete some first"};
+    return domain_error{fault::over_quota,
+                        "Over quota: at most " + std::to_string(limit) + " " + what + "; delete some first"};
   };
   if (new_sandbox && q.sandboxes && sandboxes + 1 > *q.sandboxes) return refuse("sandboxes", *q.sandboxes);
   if (new_sandbox && q.memory_bytes && memory + memory_bytes > *q.memory_bytes)
@@ -205,14 +206,16 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
   if (!found) return done(nullptr, domain_error{fault::not_found, "No such kernel: " + name});
   const kernelspec spec = *found;  // a copy: making a sandbox refreshes the catalog
   if (kernels_.size() >= cfg_.max_kernels)
-    return done(nullptr, domain_error{fault::at_capacity, "The gateway runs its maximum of " + std::to_string(cfg_.max_kernels) +
-                                       " kernels; shut one down first"});
+    return done(nullptr, domain_error{fault::at_capacity, "The gateway runs its maximum of " +
+                                                              std::to_string(cfg_.max_kernels) +
+                                                              " kernels; shut one down first"});
   std::shared_ptr<sandbox_entry> box;
   if (!sandbox_id.empty()) {
     box = sandboxes_.find(sandbox_id);
     if (!box || box->pooled || !who.sees(box->owner)) {
       const auto why = sandboxes_.gone(sandbox_id);
-      return done(nullptr, domain_error{fault::not_found, "Sandbox does not exist: " + sandbox_id, why.value_or("")});
+      return done(nullptr,
+                  domain_error{fault::not_found, "Sandbox does not exist: " + sandbox_id, why.value_or("")});
     }
     if (auto e = over_quota(who, false, 0, true)) return done(nullptr, *e);
     if (take_reserved_kernel(*box, name, env, who, done)) return;
@@ -245,8 +248,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     }
     ++counters.kernel_start_failures;
     release(k, "failed");
-    done(nullptr,
-         domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
+    done(nullptr, domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
   });
 }
 

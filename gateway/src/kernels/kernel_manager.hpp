@@ -88,7 +88,7 @@ class kernel_manager {
   [[nodiscard]] std::optional<domain_error> refuse_new_sandbox() const;
   // 429 when one more sandbox (of `memory_bytes`) or kernel would pass a quota.
   std::optional<domain_error> over_quota(const principal& who, bool new_sandbox, std::uint64_t memory_bytes,
-                                      bool new_kernel) const;
+                                         bool new_kernel) const;
   // Forgets a kernel; an implicit sandbox goes with it.
   void release(const std::shared_ptr<kernel>& k, const std::string& reason = "deleted");
   // Its id answers 404 with `reason` from now on, here and after a restart.

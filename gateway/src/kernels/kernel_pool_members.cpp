@@ -152,8 +152,7 @@ void kernel_manager::hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& 
     // code in the wrong environment.
     log::warn("kernel_claim_failed", {{"kernel_id", k->id()}, {"error", error}});
     shutdown_kernel(k->id(), [] {});
-    done(nullptr,
-         domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
+    done(nullptr, domain_error{fault::internal, "Kernel " + k->name() + " failed to start: " + error});
   });
 }
 

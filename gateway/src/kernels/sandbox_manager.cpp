@@ -350,7 +350,7 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
     const T max = has_max ? limits[key].get<T>() : T{};
     if (wanted && has_max && *wanted > max) {
       err = {fault::invalid, "limits." + std::string(key) + " " + json(*wanted).dump() +
-                 " is above this gateway's maximum of " + json(max).dump()};
+                                 " is above this gateway's maximum of " + json(max).dump()};
       return false;
     }
     resolved = wanted ? *wanted : max;
@@ -363,7 +363,8 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
     return {};
   const std::uint64_t ttl = settings.ttl_s.value_or(max_ttl_s_);
   if (ttl > max_ttl_s_) {
-    err = {fault::invalid, "ttl_s " + std::to_string(ttl) + " is above this gateway's maximum of " + std::to_string(max_ttl_s_)};
+    err = {fault::invalid, "ttl_s " + std::to_string(ttl) + " is above this gateway's maximum of " +
+                               std::to_string(max_ttl_s_)};
     return {};
   }
   policy["ttl_s"] = ttl;
@@ -473,8 +474,9 @@ bool sandbox_manager::set_idle_timeout(sandbox_entry& s, const sandbox_settings&
   // creator may ask for a shorter one.
   const auto timeout = settings.idle_timeout_s.value_or(cfg_.sandbox_idle_timeout_s);
   if (cfg_.sandbox_idle_timeout_s > 0 && timeout > cfg_.sandbox_idle_timeout_s) {
-    err = {fault::invalid, "idle_timeout_s " + std::to_string(timeout) + " is above this gateway's maximum of " +
-               std::to_string(cfg_.sandbox_idle_timeout_s)};
+    err = {fault::invalid, "idle_timeout_s " + std::to_string(timeout) +
+                               " is above this gateway's maximum of " +
+                               std::to_string(cfg_.sandbox_idle_timeout_s)};
     return false;
   }
   s.idle_timeout_s = timeout;
@@ -487,11 +489,12 @@ bool sandbox_manager::poolable(const sandbox_settings& settings) {
 }
 
 std::optional<domain_error> sandbox_manager::claim(sandbox_entry& s, const sandbox_settings& settings,
-                                                const std::string& owner, bool implicit) {
+                                                   const std::string& owner, bool implicit) {
   domain_error err;
   if (settings.ttl_s && *settings.ttl_s > max_ttl_s_)
-    return domain_error{fault::invalid, "ttl_s " + std::to_string(*settings.ttl_s) + " is above this gateway's maximum of " +
-                         std::to_string(max_ttl_s_)};
+    return domain_error{fault::invalid, "ttl_s " + std::to_string(*settings.ttl_s) +
+                                            " is above this gateway's maximum of " +
+                                            std::to_string(max_ttl_s_)};
   if (!set_idle_timeout(s, settings, err)) return err;
   s.owner = owner;
   s.implicit = implicit;
@@ -607,8 +610,9 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
 void sandbox_manager::extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
                              std::function<void(std::optional<domain_error>)> done) {
   if (ttl_s > max_ttl_s_)
-    return done(domain_error{fault::invalid, "ttl_s " + std::to_string(ttl_s) + " is above this gateway's maximum of " +
-                              std::to_string(max_ttl_s_)});
+    return done(domain_error{fault::invalid, "ttl_s " + std::to_string(ttl_s) +
+                                                 " is above this gateway's maximum of " +
+                                                 std::to_string(max_ttl_s_)});
   const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl_s);
   s->box->extend(expires_at, [this, s, expires_at, done = std::move(done)](const std::string& error) {
     if (!error.empty()) return done(domain_error{fault::conflict, "cannot extend the sandbox: " + error});

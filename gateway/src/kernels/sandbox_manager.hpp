@@ -126,12 +126,13 @@ class sandbox_manager {
   // Starts a sandbox; its supervisor becomes ready in the background (spawns
   // wait for it). nullptr with `err` set when the settings break the policy.
   std::shared_ptr<sandbox_entry> create(const sandbox_settings& settings, const std::string& owner,
-                                        bool implicit, bool unsandboxed, domain_error& err, bool pooled = false);
+                                        bool implicit, bool unsandboxed, domain_error& err,
+                                        bool pooled = false);
   // A pooled sandbox becomes `owner`'s, with the creator's idle timeout and
   // metadata (its limits are the default policy's); the caller then sets its
   // TTL from now with extend(). nullopt, or the error the settings break.
-  std::optional<domain_error> claim(sandbox_entry& s, const sandbox_settings& settings, const std::string& owner,
-                                 bool implicit);
+  std::optional<domain_error> claim(sandbox_entry& s, const sandbox_settings& settings,
+                                    const std::string& owner, bool implicit);
   // Settings a pooled sandbox already satisfies: nothing about its limits,
   // network or environment differs from the default policy.
   [[nodiscard]] static bool poolable(const sandbox_settings& settings);

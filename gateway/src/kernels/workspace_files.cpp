@@ -162,7 +162,8 @@ std::optional<std::string> workspace_files::normalize(std::string_view path, dom
     start = end + 1;
     if (part.empty() || part == ".") continue;
     if (part == ".." || part.find('\0') != std::string_view::npos || part.size() > max_name_bytes) {
-      err = {fault::invalid, "The path \"" + std::string(path) + "\" has a \"..\", a NUL or a name that is too long"};
+      err = {fault::invalid,
+             "The path \"" + std::string(path) + "\" has a \"..\", a NUL or a name that is too long"};
       return std::nullopt;
     }
     if (!out.empty()) out += '/';

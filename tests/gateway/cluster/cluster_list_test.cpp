@@ -125,13 +125,15 @@ TEST(list_across, merges_every_part_and_names_the_peers_left_out) {
   tcp::acceptor closed(io, {net::ip::make_address("127.0.0.1"), 0});
   const auto dead_port = closed.local_endpoint().port();
   closed.close();
-  std::vector<sg::peer> peers = {two.as_peer(2), three.as_peer(3), hangs.as_peer(4), refuses.as_peer(5),
-                                 garbage.as_peer(6),
-                                 sg::parse_peers("9=http://127.0.0.1:" + std::to_string(dead_port)).at(0)};
+  std::vector<sg::peer> peers = {
+      two.as_peer(2),     three.as_peer(3),
+      hangs.as_peer(4),   refuses.as_peer(5),
+      garbage.as_peer(6), sg::parse_peers("9=http://127.0.0.1:" + std::to_string(dead_port)).at(0)};
   std::optional<sg::cluster_list> result;
   const auto began = std::chrono::steady_clock::now();
   sg::list_across(io, peers, "api/kernels?metadata.x=1", "token secret", std::chrono::milliseconds(300),
-                  json::array({{{"id", "k1"}}, {{"id", "shared"}}}), [&](sg::cluster_list l) { result = std::move(l); });
+                  json::array({{{"id", "k1"}}, {{"id", "shared"}}}),
+                  [&](sg::cluster_list l) { result = std::move(l); });
   io.run();
   const auto took = std::chrono::steady_clock::now() - began;
   ASSERT_TRUE(result);

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 TEST(peer_list, parses_both_forms_and_comments) {
-  auto peers = sg::parse_peers("2=http://10.0.0.2:8888, 3=http://node-3.example/gw\n# a comment\n4 http://[::1]:9000/\n");
+  auto peers = sg::parse_peers(
+      "2=http://10.0.0.2:8888, 3=http://node-3.example/gw\n# a comment\n4 http://[::1]:9000/\n");
   ASSERT_EQ(peers.size(), 3u);
   EXPECT_EQ(peers[0].node, 2);
   EXPECT_EQ(peers[0].host, "10.0.0.2");
@@ -33,8 +34,8 @@ TEST(peer_list, parses_both_forms_and_comments) {
 }
 
 TEST(peer_list, refuses_what_cannot_be_reached_or_is_ambiguous) {
-  for (const char* bad : {"2=", "x=http://a:1", "70000=http://a:1", "2=https://a:1", "2=ftp://a", "2=not a url",
-                          "2=http://a:1,2=http://b:1", "http://a:1", "-1=http://a:1"}) {
+  for (const char* bad : {"2=", "x=http://a:1", "70000=http://a:1", "2=https://a:1", "2=ftp://a",
+                          "2=not a url", "2=http://a:1,2=http://b:1", "http://a:1", "-1=http://a:1"}) {
     EXPECT_THROW((void)sg::parse_peers(bad), std::invalid_argument) << bad;
   }
 }
