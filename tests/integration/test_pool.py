@@ -162,7 +162,8 @@ class PoolTest(GatewayTestCase):
         ids = [self.claim()[0]["id"] for _ in range(3)]
         self.assertEqual(len(set(ids)), 3)
         r = self.gw.request("POST", "api/kernels", {"name": "python"}, timeout=120)
-        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.status, 503, r)  # full: a balancer would try another node
+        self.assertEqual(r.headers.get("Retry-After"), "1")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "sandboxes need root")
