@@ -308,6 +308,34 @@ class RestApi(GatewayTestCase):
             ks.close()
 
 
+class SessionsEndWithTheirKernels(unittest.TestCase):
+    def test_the_session_of_a_culled_kernel_is_gone_and_its_path_starts_afresh(self):
+        # No API call ends the kernel: its implicit sandbox is culled when idle.
+        state = tempfile.mkdtemp(prefix="sandgate-it-")
+        gw = Gateway("--sandbox-idle-timeout-s", "1", name="session-cull", keep_kernels=True, state_dir=state)
+        try:
+            body = {"path": "culled.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+            r = gw.request("POST", "api/sessions", body)
+            self.assertEqual(r.status, 201, r)
+            sid, kid = r.json()["id"], r.json()["kernel"]["id"]
+            wait_until(lambda: gw.request("GET", f"api/kernels/{kid}").status == 404, 20, "the idle kernel culled")
+            r = gw.request("GET", f"api/sessions/{sid}")
+            self.assertEqual(r.status, 404, r)
+            self.assertEqual(gw.request("GET", "api/sessions").json(), [])
+            r = gw.request("POST", "api/sessions", body)
+            self.assertEqual(r.status, 201, r)
+            self.assertNotEqual(r.json()["id"], sid)
+            self.assertEqual([s["id"] for s in gw.request("GET", "api/sessions").json()], [r.json()["id"]])
+            # Not back after a restart either: the registry row went too.
+            code, _ = gw.stop()
+            self.assertEqual(code, 0)
+            gw = Gateway(name="session-cull-again", state_dir=state, keep_kernels=True)
+            self.assertEqual(gw.request("GET", f"api/sessions/{sid}").status, 404)
+        finally:
+            gw.stop()
+            remove_state_dir(state)
+
+
 class Lifecycle(unittest.TestCase):
     def test_sigterm_when_idle_exits_0_promptly(self):
         gw = Gateway(name="sigterm-idle")

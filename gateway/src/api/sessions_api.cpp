@@ -33,13 +33,22 @@ json router::session_model(const session_record& s) const {
 
 void router::list_sessions(context& ctx) {
   json out = json::array();
-  for (const auto& s : sessions_.list())
-    if (ctx.who.sees(s.owner) && kernels_.find(s.kernel_id)) out.push_back(session_model(s));
+  for (const auto& s : sessions_.list()) {
+    if (!kernels_.find(s.kernel_id)) {  // its kernel ended without an API call (culled, expired, lost)
+      sessions_.erase(s.id);
+      continue;
+    }
+    if (ctx.who.sees(s.owner)) out.push_back(session_model(s));
+  }
   reply_list(ctx, "api/sessions", std::move(out));
 }
 
 void router::get_session(context& ctx, const std::string& id) {
   auto* s = sessions_.find(id);
+  if (s && !kernels_.find(s->kernel_id)) {  // as jupyter_server: a session ends with its kernel
+    sessions_.erase(id);
+    s = nullptr;
+  }
   if (!s || !ctx.who.sees(s->owner))
     return ctx.reply(ctx.error(http::status::not_found, "Session not found: " + id));
   ctx.reply(ctx.json(http::status::ok, session_model(*s)));
@@ -56,9 +65,11 @@ void router::post_session(context& ctx) {
   rec.name = string_field(*body, "name");
   rec.type = string_field(*body, "type");
   rec.owner = ctx.who.name;
-  if (auto* existing = sessions_.find_by_path(rec.path, rec.owner);
-      existing && kernels_.find(existing->kernel_id))
-    return ctx.reply(ctx.json(http::status::created, session_model(*existing)));
+  if (auto* existing = sessions_.find_by_path(rec.path, rec.owner)) {
+    if (kernels_.find(existing->kernel_id))
+      return ctx.reply(ctx.json(http::status::created, session_model(*existing)));
+    sessions_.erase(existing->id);  // its kernel ended: the path gets a new session
+  }
   const json kernel_req =
       body->contains("kernel") && (*body)["kernel"].is_object() ? (*body)["kernel"] : json::object();
   rec.id = new_id(cfg_.node_id);
