@@ -447,6 +447,29 @@ class SandboxedNodes(ClusterTestCase):
                     self.assertFalse(uids[a] & uids[b], f"nodes {a} and {b} share host uids {uids[a] & uids[b]}")
 
 
+class NodeIds(unittest.TestCase):
+    def test_a_state_dir_restarted_under_another_node_id_keeps_its_sandboxes(self):
+        from sandgate_fixture import remove_state_dir
+        state = tempfile.mkdtemp(prefix="sandgate-it-")
+        gw = Gateway(name="node-id-0", sandboxed=True, keep_kernels=True, state_dir=state)
+        try:
+            r = gw.request("POST", "api/sandboxes", {})
+            self.assertEqual(r.status, 201, r)
+            sid = r.json()["id"]
+            self.assertEqual(node_of(sid), 0)
+            self.assertEqual(gw.stop()[0], 0)
+            gw = Gateway("--node-id", "5", name="node-id-5", sandboxed=True, state_dir=state)
+            # Its own sandbox, though the id says node 0 ...
+            self.assertEqual(gw.request("GET", f"api/sandboxes/{sid}").status, 200)
+            # ... while node 0's ids it does not hold are node 0's.
+            r = gw.request("GET", f"api/sandboxes/0000{sid[4:-1]}{'0' if sid[-1] != '0' else '1'}")
+            self.assertEqual((r.status, r.json()["reason"]), (404, "other_node"), r)
+            self.assertEqual(gw.request("DELETE", f"api/sandboxes/{sid}").status, 204)
+        finally:
+            gw.stop()
+            remove_state_dir(state)
+
+
 def gw_processes(gw):
     from sandgate_fixture import processes_of
     return processes_of(gw.state_dir)

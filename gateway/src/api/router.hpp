@@ -128,10 +128,9 @@ class router {
     void (*handle)(router&, context&, const std::vector<std::string>& args);
   };
   static const std::vector<route>& routes();
-  // 404 naming the node for an id that another node made; nothing for ours
-  // (and for strings that are not ids, which the handler answers).
-  [[nodiscard]] std::optional<response> other_node(const request& req, resource names,
-                                                   const std::string& id) const;
+  // 404 naming the node for an id that another node made and this one does
+  // not hold; nothing otherwise (strings that are not ids: the handler's 404).
+  [[nodiscard]] std::optional<response> other_node(const request& req, resource names, const std::string& id);
 
   std::optional<response> authenticate(const request& req, const std::string& query_token, principal& who);
   // Parses the target, authenticates; false after answering.

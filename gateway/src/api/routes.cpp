@@ -126,11 +126,17 @@ void router::dispatch(context& ctx) {
 }
 
 std::optional<router::response> router::other_node(const request& req, resource names,
-                                                   const std::string& id) const {
+                                                   const std::string& id) {
   // Only ids of Sandgate's layout (version 8) name a node; any other string
   // is an id nobody made, for the handler's plain 404.
   const auto node = id_node(id);
   if (!node || id[14] != '8' || *node == cfg_.node_id) return std::nullopt;
+  // What this node holds is its own whatever the id says (a state dir
+  // restarted under another --node-id keeps its kernels).
+  const bool held = names == resource::kernel    ? kernels_.find(id) != nullptr
+                    : names == resource::sandbox ? kernels_.sandboxes().find(id) != nullptr
+                                                 : sessions_.find(id) != nullptr;
+  if (held) return std::nullopt;
   static constexpr const char* noun[] = {"", "Kernel", "Sandbox", "Session"};
   return error_response_with_reason(http::status::not_found, "other_node",
                                     std::string(noun[static_cast<int>(names)]) + " " + id +
