@@ -43,7 +43,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import haproxy_fixture  # noqa: E402
+from sandgate_fixture import wait_until  # noqa: E402
 
 HTTP_PORT = 8888
 AGENT_PORT = 8889
@@ -246,17 +248,6 @@ def raw_exchange(url, data, pause_after=None):
 def websocket_accept(key):
     return base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode())
                             .digest()).decode()
-
-
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("not within %.1f s: %s" % (timeout, what))
-        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- tests

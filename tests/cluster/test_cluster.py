@@ -10,6 +10,7 @@ classes may run at once (CTest runs each class as a test of its own)."""
 import concurrent.futures
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -60,6 +61,7 @@ class Cluster:
         self.sandboxed = sandboxed
         self.dir = tempfile.mkdtemp(prefix="sandgate-cluster-")
         self.peers_file = os.path.join(self.dir, "peers")
+        open(self.peers_file, "w").close()  # the nodes' lines go in once they listen (write_peers)
         # One agent port for all nodes: each has an address of its own.
         self.agent_port = free_port(self.addr(1))
         self.nodes = {}
@@ -83,11 +85,7 @@ class Cluster:
     def start_node(self, node, *extra):
         gw = Gateway("--ip", self.addr(node), "--node-id", str(node), "--peers-file", self.peers_file,
                      "--agent-check-port", str(self.agent_port), *self.node_args, *extra,
-                     token=TOKEN, name=f"cluster-node{node}", sandboxed=self.sandboxed
-                     ) if os.path.exists(self.peers_file) else None
-        if gw is None:  # the first node starts before the file has its lines
-            open(self.peers_file, "w").close()
-            return self.start_node(node, *extra)
+                     token=TOKEN, name=f"cluster-node{node}", sandboxed=self.sandboxed)
         self.nodes[node] = gw
         return gw
 
@@ -108,6 +106,7 @@ class Cluster:
         for gw in self.nodes.values():
             if gw.alive():
                 gw.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class ClusterTestCase(unittest.TestCase):

@@ -14,25 +14,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from test_cluster import Cluster, node_of  # noqa: E402
 from test_notebook_gateway import NotebookThroughGateway  # noqa: E402
-from notebook_fixture import Notebook  # noqa: E402
 
 
 class JupyterServerThroughCluster(NotebookThroughGateway):
     app = "jupyter_server"
 
     @classmethod
-    def setUpClass(cls):
+    def start_gateway(cls):
         cls.cluster = Cluster(5)
-        cls.gw = cls.cluster.through  # what the base class's cases ask sandgate directly
-        try:
-            cls.nb = Notebook(cls.gw, app=cls.app)
-        except BaseException:
-            cls.cluster.stop()
-            raise
+        return cls.cluster.through  # what the base class's cases ask sandgate directly
 
     @classmethod
-    def tearDownClass(cls):
-        cls.nb.stop()
+    def stop_gateway(cls):
         cls.cluster.stop()
 
     def test_kernels_spread_over_the_nodes_and_all_are_listed(self):

@@ -51,28 +51,38 @@ class NotebookThroughGateway(unittest.TestCase):
     tls = False  # True: the gateway serves https/wss, trusted through a CA file
 
     @classmethod
-    def setUpClass(cls):
+    def start_gateway(cls):
+        """What Notebook points --gateway-url at (self.gw): one sandgate."""
         certs = None
         if cls.tls:
             cls.certs_dir = tempfile.TemporaryDirectory(prefix="sandgate-e2e-tls-")
             certs = TestCertificates(cls.certs_dir.name)
-        cls.gw = Gateway(name=f"e2e-{cls.app}-gateway", tls=certs)
+        gw = Gateway(name=f"e2e-{cls.app}-gateway", tls=certs)
         if cls.tls:
-            assert cls.gw.url.startswith("https://"), cls.gw.url
-        try:
-            cls.nb = Notebook(cls.gw, app=cls.app)
-        except BaseException:
-            cls.gw.stop()
-            raise
+            assert gw.url.startswith("https://"), gw.url
+        return gw
 
     @classmethod
-    def tearDownClass(cls):
-        cls.nb.stop()
+    def stop_gateway(cls):
         code, taken = cls.gw.stop()
         if cls.tls:
             cls.certs_dir.cleanup()
         if code != 0:
             raise AssertionError(f"sandgate exited {code} on SIGTERM")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = cls.start_gateway()
+        try:
+            cls.nb = Notebook(cls.gw, app=cls.app)
+        except BaseException:
+            cls.stop_gateway()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nb.stop()
+        cls.stop_gateway()
 
     def nb_request(self, method, path, body=None, timeout=150):
         conn = http.client.HTTPConnection("127.0.0.1", self.nb.port, timeout=timeout)

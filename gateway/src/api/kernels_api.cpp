@@ -146,10 +146,6 @@ json router::kernel_model(const kernel& k) const {
 }
 
 std::shared_ptr<kernel> router::own_kernel(context& ctx, const std::string& id) {
-  if (auto res = other_node(ctx.req, resource::kernel, id)) {
-    ctx.reply(std::move(*res));
-    return nullptr;
-  }
   auto k = is_uuid(id) ? kernels_.find(id) : nullptr;
   if (!k || !ctx.who.sees(k->owner())) {
     ctx.reply(

@@ -123,14 +123,11 @@ http::status status_of(fault kind) {
 }
 
 router::response router::context::error(const domain_error& err) const {
-  response res{status_of(err.kind), req.version()};
-  res.set(http::field::server, "sandgate");
-  res.set(http::field::content_type, "application/json");
-  res.keep_alive(req.keep_alive());
+  const auto status = status_of(err.kind);
+  auto res = error_response_with_reason(
+      status, err.reason.empty() ? std::string(http::obsolete_reason(status)) : err.reason, err.message,
+      req.version(), req.keep_alive());
   if (err.kind == fault::at_capacity) res.set(http::field::retry_after, "1");
-  const std::string reason =
-      err.reason.empty() ? std::string(http::obsolete_reason(res.result())) : err.reason;
-  res.body() = nlohmann::json{{"reason", reason}, {"message", err.message}}.dump();
   return res;
 }
 

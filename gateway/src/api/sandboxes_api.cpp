@@ -48,10 +48,6 @@ json router::sandbox_model(const sandbox_entry& s) const {
 }
 
 std::shared_ptr<sandbox_entry> router::own_sandbox(context& ctx, const std::string& id) {
-  if (auto res = other_node(ctx.req, resource::sandbox, id)) {
-    ctx.reply(std::move(*res));
-    return nullptr;
-  }
   auto s = is_uuid(id) ? kernels_.sandboxes().find(id) : nullptr;
   if (s && s->pooled) s = nullptr;  // a warm pool's: nobody's yet
   if (!s || !ctx.who.sees(s->owner)) {

@@ -83,6 +83,7 @@ void router::post_session(context& ctx) {
     self->reply(std::move(res));
   };
   if (!kernel_id.empty()) {
+    if (auto res = other_node(ctx.req, resource::kernel, kernel_id)) return ctx.reply(std::move(*res));
     auto k = own_kernel(ctx, kernel_id);
     if (k) finish(k->id());
     return;
@@ -120,6 +121,7 @@ void router::patch_session(context& ctx, const std::string& id) {
       body->contains("kernel") && (*body)["kernel"].is_object() ? (*body)["kernel"] : json::object();
   const std::string kid = string_field(kernel_req, "id");
   if (!kid.empty()) {
+    if (auto res = other_node(ctx.req, resource::kernel, kid)) return ctx.reply(std::move(*res));
     if (!own_kernel(ctx, kid)) return;
     s->kernel_id = kid;
   }

@@ -108,16 +108,14 @@ const std::vector<peer>& peer_directory::peers() {
     }
     return all_;
   }
+  file_time_ = t;  // a file that is wrong is read again once it changes again
+  file_error_logged_ = false;
   try {
     from_file_ = read_file();
-    file_time_ = t;
-    file_error_logged_ = false;
     merge();
     log::info("peers_changed", {{"path", file_.string()}, {"peers", std::to_string(all_.size())}});
   } catch (const std::exception& e) {
-    if (!file_error_logged_)
-      log::warn("peers_file_rejected", {{"path", file_.string()}, {"error", e.what()}});
-    file_error_logged_ = true;
+    log::warn("peers_file_rejected", {{"path", file_.string()}, {"error", e.what()}});
   }
   return all_;
 }

@@ -31,9 +31,9 @@ class peer_directory {
   peer_directory(std::uint16_t self, const std::string& inline_peers, std::filesystem::path file);
 
   // The peers now. A file that changed is read again; one that became
-  // unreadable or wrong keeps the last good list (and is logged once).
+  // unreadable or wrong keeps the last good list (and is logged once, until
+  // it changes again).
   [[nodiscard]] const std::vector<peer>& peers();
-  [[nodiscard]] bool empty() { return peers().empty(); }
 
  private:
   [[nodiscard]] std::vector<peer> read_file() const;
@@ -45,7 +45,7 @@ class peer_directory {
   std::vector<peer> all_;
   std::filesystem::path file_;
   std::filesystem::file_time_type file_time_{};
-  bool file_error_logged_ = false;
+  bool file_error_logged_ = false;  // that the file cannot be read, since it last changed
 };
 
 }  // namespace sandgate::gateway

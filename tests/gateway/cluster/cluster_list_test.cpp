@@ -152,6 +152,25 @@ TEST(list_across, merges_every_part_and_names_the_peers_left_out) {
   EXPECT_EQ(seen[0][sg::scope_header], "node");
 }
 
+TEST(http_get, a_body_past_the_limit_fails_the_request) {
+  fake_node big([](const auto&) { return ok(json::array({{{"id", std::string(4096, 'x')}}})); });
+  net::io_context io;
+  std::vector<sg::http_reply> replies;
+  for (std::uint64_t limit : {1024u, 64u * 1024u})
+    sg::http_get(
+        io, big.as_peer(2), "api/kernels", {}, std::chrono::milliseconds(2000),
+        [&](sg::http_reply r) { replies.push_back(std::move(r)); }, limit);
+  io.run();
+  ASSERT_EQ(replies.size(), 2u);
+  const auto& refused = replies[0].body.empty() ? replies[0] : replies[1];
+  const auto& taken = replies[0].body.empty() ? replies[1] : replies[0];
+  EXPECT_TRUE(refused.error);
+  EXPECT_EQ(refused.status, 0u);
+  EXPECT_FALSE(taken.error) << taken.error.message();
+  EXPECT_EQ(taken.status, 200u);
+  EXPECT_GT(taken.body.size(), 4096u);
+}
+
 TEST(list_across, without_peers_answers_with_the_local_part_at_once) {
   net::io_context io;
   std::optional<sg::cluster_list> result;
