@@ -25,7 +25,35 @@ bool take(std::string_view& data, T& value) {
   return true;
 }
 
+void put_at(std::string& out, std::size_t offset, std::uint64_t value, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i)
+    out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+constexpr std::size_t header_bytes = 16;  // magic, frame count, sequence number
+
 }  // namespace
+
+void journal_record_builder::add_frame(std::string_view frame) {
+  if (!open_) {
+    record_.clear();
+    record_.append(header_bytes, '\0');
+    frames_ = 0;
+    open_ = true;
+  }
+  put<std::uint32_t>(record_, static_cast<std::uint32_t>(frame.size()));
+  record_.append(frame);
+  ++frames_;
+}
+
+std::string_view journal_record_builder::finish(std::uint64_t seq) {
+  if (!open_) return {};
+  open_ = false;
+  put_at(record_, 0, journal_magic, 4);
+  put_at(record_, 4, frames_, 4);
+  put_at(record_, 8, seq, 8);
+  return record_;
+}
 
 void append_journal_record(std::string& out, std::uint64_t seq, const std::vector<std::string_view>& frames) {
   put<std::uint32_t>(out, journal_magic);

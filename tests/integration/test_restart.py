@@ -188,8 +188,7 @@ class GatewayRestart(unittest.TestCase):
             "    if '.journal.' in target:\n"
             "        journal[int(fd)] = target\n"
             # Once it holds something: an empty journal is one the gateway does
-            # not wait for. What the journal's subscriber missed before it
-            # joined is not in it: output goes on until some is.
+            # not wait for.
             "deadline = time.monotonic() + 60\n"
             "while sum(os.fstat(fd).st_size for fd in journal) == 0:\n"
             "    if not journal or time.monotonic() > deadline:\n"

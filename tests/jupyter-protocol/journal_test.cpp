@@ -25,6 +25,24 @@ TEST(journal, records_read_back_as_written) {
   EXPECT_EQ(frames_of(records[1]), std::vector<std::string>{"only"});
 }
 
+TEST(journal, a_record_built_frame_by_frame_is_the_record_written_at_once) {
+  const std::vector<std::string_view> frames{"topic", "<IDS|MSG>", "sig", "{}",
+                                             std::string_view("\0\xff", 2)};
+  std::string whole;
+  append_journal_record(whole, 7, frames);
+  journal_record_builder builder;
+  EXPECT_TRUE(builder.finish(1).empty());  // nothing added
+  for (const auto f : frames)
+    builder.add_frame(f);
+  EXPECT_EQ(builder.finish(7), whole);
+  // The next frame starts the next record.
+  builder.add_frame("next");
+  std::string next;
+  append_journal_record(next, 8, {"next"});
+  EXPECT_EQ(builder.finish(8), next);
+  EXPECT_TRUE(builder.finish(9).empty());
+}
+
 TEST(journal, a_record_cut_short_ends_the_file_without_error) {
   std::string data;
   append_journal_record(data, 1, {"first"});

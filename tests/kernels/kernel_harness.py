@@ -7,6 +7,7 @@ instead of hanging. The kernelspecs come from JUPYTER_PATH (set by CTest to
 
 import os
 import queue
+import struct
 import time
 import unittest
 import warnings
@@ -184,3 +185,20 @@ class KernelTestCase(unittest.TestCase):
 
     def assertOk(self, cell):
         self.assertEqual(cell.reply["status"], "ok", cell.reply)
+
+
+def parse_journal(data):
+    """(seq, frames) records of one journal file (jupyter_protocol/journal.hpp)."""
+    out, pos = [], 0
+    while pos + 16 <= len(data):
+        magic, count, seq = struct.unpack_from("<IIQ", data, pos)
+        if magic != 0x314A4753:
+            break
+        pos += 16
+        frames = []
+        for _ in range(count):
+            (length,) = struct.unpack_from("<I", data, pos)
+            frames.append(data[pos + 4:pos + 4 + length])
+            pos += 4 + length
+        out.append((seq, frames))
+    return out

@@ -4,12 +4,11 @@ import base64
 import datetime
 import os
 import signal
-import struct
 import tempfile
 import time
 import unittest
 
-from kernel_harness import KernelSession, KernelTestCase
+from kernel_harness import KernelSession, KernelTestCase, parse_journal
 
 INTERRUPT_BUDGET_S = 1.0
 
@@ -357,23 +356,6 @@ class IopubJournalTest(unittest.TestCase):
             contents = [frames[frames.index(b"<IDS|MSG>") + 5].replace(b" ", b"") for frames in cells]
             self.assertIn(b'"execution_state":"idle"', contents[-1])
             self.assertIn(b"0399", b"".join(contents[-3:]))
-
-
-def parse_journal(data):
-    """(seq, frames) records of one journal file (jupyter_protocol/journal.hpp)."""
-    out, pos = [], 0
-    while pos + 16 <= len(data):
-        magic, count, seq = struct.unpack_from("<IIQ", data, pos)
-        if magic != 0x314A4753:
-            break
-        pos += 16
-        frames = []
-        for _ in range(count):
-            (length,) = struct.unpack_from("<I", data, pos)
-            frames.append(data[pos + 4:pos + 4 + length])
-            pos += 4 + length
-        out.append((seq, frames))
-    return out
 
 
 class IpcTransportTest(unittest.TestCase):

@@ -3,8 +3,8 @@
 // it after a restart, so output sent while no gateway listened is not lost.
 //
 // A kernel (sandgate-python, sandgate-shell) told so by its environment
-// subscribes to its own iopub socket and appends every message, as its
-// ZeroMQ frames, to one of two files `<base>.0` and `<base>.1`. When the
+// appends every message its iopub socket sends, as its ZeroMQ frames, to one
+// of two files `<base>.0` and `<base>.1`. When the
 // file being written would pass half the budget, the other one is emptied
 // and written next: the pair holds at least the last half-budget of
 // messages. Each record:
@@ -37,6 +37,22 @@ inline constexpr const char* journal_bytes_env = "SANDGATE_KERNEL_JOURNAL_BYTES"
 
 // Appends one record to `out`.
 void append_journal_record(std::string& out, std::uint64_t seq, const std::vector<std::string_view>& frames);
+
+// One record built frame by frame, as a kernel's socket sends them: each
+// frame is copied once, into the record.
+class journal_record_builder {
+ public:
+  // Adds a frame; the first after finish() starts the next record.
+  void add_frame(std::string_view frame);
+  // The record of the frames added since the last finish, numbered `seq`;
+  // valid until the next add_frame. Empty when no frame was added.
+  [[nodiscard]] std::string_view finish(std::uint64_t seq);
+
+ private:
+  std::string record_;
+  std::uint32_t frames_ = 0;
+  bool open_ = false;
+};
 
 // Every whole record at the start of `data`, in file order.
 [[nodiscard]] std::vector<journal_record> parse_journal(std::string_view data);

@@ -6,6 +6,7 @@
 #include <xeus/xserver_shell_main.hpp>
 
 #include "ipc_directory_scope.hpp"
+#include "sandgate_kernels/iopub_sockets.hpp"
 
 namespace sandgate::kernels {
 namespace {
@@ -34,6 +35,8 @@ std::unique_ptr<xeus::xserver> make_interrupting_server(xeus::xcontext& context,
     const ipc_directory_scope scope(bind_config);
     inner = xeus::make_xserver_shell_main(context, bind_config, eh);
   }
+  // Its sockets exist, its threads do not run yet: its first messages go out.
+  settle_iopub_subscriptions();
   return std::make_unique<interrupting_server>(std::move(inner), std::move(hook));
 }
 

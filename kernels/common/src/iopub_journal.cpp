@@ -6,11 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
-#include <vector>
-
-#include <jupyter_protocol/journal.hpp>
-#include <xeus/xmiddleware.hpp>
-#include <zmq_addon.hpp>
 
 namespace sandgate::kernels {
 namespace {
@@ -20,7 +15,7 @@ constexpr std::size_t min_budget = 64 * 1024;
 
 }  // namespace
 
-std::unique_ptr<iopub_journal> iopub_journal::from_environment(const xeus::xconfiguration& config) {
+std::unique_ptr<iopub_journal> iopub_journal::from_environment() {
   const char* path_env = std::getenv(protocol::journal_path_env);
   const char* bytes_env = std::getenv(protocol::journal_bytes_env);
   const std::string path = path_env ? path_env : "";
@@ -35,22 +30,19 @@ std::unique_ptr<iopub_journal> iopub_journal::from_environment(const xeus::xconf
     const unsigned long long n = std::strtoull(bytes.c_str(), &end, 10);
     if (*end == '\0') budget = n < min_budget ? min_budget : static_cast<std::size_t>(n);
   }
-  return std::make_unique<iopub_journal>(
-      xeus::get_end_point(config.m_transport, config.m_ip, config.m_iopub_port), path, budget);
+  return std::make_unique<iopub_journal>(path, budget);
 }
 
-iopub_journal::iopub_journal(std::string endpoint, std::string base_path, std::size_t budget_bytes)
+iopub_journal::iopub_journal(std::string base_path, std::size_t budget_bytes)
     : base_path_(std::move(base_path)), half_budget_(budget_bytes / 2) {
   // A new process starts a new journal: the other file may hold an earlier
   // run's messages, whose sequence numbers would interleave with ours.
   ::unlink((base_path_ + ".1").c_str());
-  if (!open_file(0)) return;
-  thread_ = std::thread([this, endpoint = std::move(endpoint)]() mutable { run(std::move(endpoint)); });
+  if (open_file(0)) set_iopub_tap(this);
 }
 
 iopub_journal::~iopub_journal() {
-  context_.shutdown();  // the thread's recv ends with ETERM
-  if (thread_.joinable()) thread_.join();
+  set_iopub_tap(nullptr);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -65,44 +57,23 @@ bool iopub_journal::open_file(int which) {
   return true;
 }
 
-void iopub_journal::write_record(const std::string& record) {
+void iopub_journal::on_frame(zmq_msg_t& frame, bool more) {
+  builder_.add_frame({static_cast<const char*>(zmq_msg_data(&frame)), zmq_msg_size(&frame)});
+  if (!more) write_record(builder_.finish(++seq_));
+}
+
+void iopub_journal::write_record(std::string_view record) {
   if (written_ > 0 && written_ + record.size() > half_budget_ && !open_file(1 - which_)) return;
-  std::string_view rest = record;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd_, rest.data(), rest.size());
+  while (!record.empty()) {
+    const ssize_t n = ::write(fd_, record.data(), record.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       // Full (the run dir is a bounded tmpfs): start over in the other file.
       open_file(1 - which_);
       return;
     }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+    record.remove_prefix(static_cast<std::size_t>(n));
     written_ += static_cast<std::size_t>(n);
-  }
-}
-
-void iopub_journal::run(std::string endpoint) {
-  try {
-    zmq::socket_t sub(context_, zmq::socket_type::sub);
-    sub.set(zmq::sockopt::rcvhwm, 0);
-    sub.set(zmq::sockopt::linger, 0);
-    sub.set(zmq::sockopt::subscribe, "");
-    sub.connect(endpoint);
-    std::uint64_t seq = 0;
-    std::vector<zmq::message_t> parts;
-    std::vector<std::string_view> frames;
-    std::string record;
-    for (;;) {
-      parts.clear();
-      if (!zmq::recv_multipart(sub, std::back_inserter(parts))) continue;
-      frames.clear();
-      for (const auto& p : parts)
-        frames.emplace_back(static_cast<const char*>(p.data()), p.size());
-      record.clear();
-      protocol::append_journal_record(record, ++seq, frames);
-      write_record(record);
-    }
-  } catch (const zmq::error_t&) {  // ETERM: the kernel is exiting
   }
 }
 

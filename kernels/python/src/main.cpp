@@ -29,7 +29,7 @@ namespace {
 int run(const sandgate::kernels::kernel_options& options, const char* const* argv) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
   // What this kernel publishes, kept for a gateway that restarts (if asked for).
-  const auto journal = sandgate::kernels::iopub_journal::from_environment(config);
+  const auto journal = sandgate::kernels::iopub_journal::from_environment();
 
   // CPython first: the interpreter and the kernel below use it and must be
   // destroyed before it (reverse declaration order).

@@ -58,7 +58,7 @@ class sigint_forwarder {
 int run(const sandgate::kernels::kernel_options& options) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
   // What this kernel publishes, kept for a gateway that restarts (if asked for).
-  const auto journal = sandgate::kernels::iopub_journal::from_environment(config);
+  const auto journal = sandgate::kernels::iopub_journal::from_environment();
 
   auto interpreter = std::make_unique<sandgate::shell_kernel::shell_interpreter>();
   auto& shell = *interpreter;

@@ -1,45 +1,52 @@
 // The kernel's iopub journal (format: jupyter_protocol/journal.hpp).
 //
-// A thread subscribes to the kernel's own iopub socket and appends every
-// message to two files in turn, so the gateway can read, after a restart,
-// what was published while no gateway listened. Started only when the
-// environment names the journal (the gateway does, for each kernel it starts).
+// Every message the kernel's iopub socket sends is appended, before the
+// socket has it, to two files in turn (sandgate_kernels/iopub_sockets.hpp), so
+// the gateway can read, after a restart, what was published while no gateway
+// listened: from the kernel's first status on, nothing missing. Kept only
+// when the environment names the journal (the gateway does, for each kernel
+// it starts).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
-#include <xeus/xkernel_configuration.hpp>
-#include <zmq.hpp>
+#include <jupyter_protocol/journal.hpp>
+
+#include "sandgate_kernels/iopub_sockets.hpp"
 
 namespace sandgate::kernels {
 
-class iopub_journal {
+class iopub_journal final : public iopub_tap {
  public:
   // Null unless SANDGATE_KERNEL_JOURNAL is set; removes the journal's
   // variables from the environment. Call before any thread exists (and so
   // with SIGINT blocked) and before the kernel binds.
-  static std::unique_ptr<iopub_journal> from_environment(const xeus::xconfiguration& config);
+  static std::unique_ptr<iopub_journal> from_environment();
 
-  iopub_journal(std::string endpoint, std::string base_path, std::size_t budget_bytes);
-  ~iopub_journal();  // stops and joins the thread
+  // Journals what the kernel's iopub socket sends, into `<base_path>.0` and
+  // `.1`, together at most about `budget_bytes`.
+  iopub_journal(std::string base_path, std::size_t budget_bytes);
+  ~iopub_journal();  // stops the tap; after the kernel's publisher has stopped
   iopub_journal(const iopub_journal&) = delete;
   iopub_journal& operator=(const iopub_journal&) = delete;
 
+  // On the publishing thread: one frame, written with its message's last.
+  void on_frame(zmq_msg_t& frame, bool more) override;
+
  private:
-  void run(std::string endpoint);
-  void write_record(const std::string& record);
+  void write_record(std::string_view record);
   bool open_file(int which);
 
   std::string base_path_;
   std::size_t half_budget_;
-  zmq::context_t context_{1};
+  protocol::journal_record_builder builder_;
+  std::uint64_t seq_ = 0;
   int fd_ = -1;              // the file being written
   int which_ = 0;            // 0 or 1
   std::size_t written_ = 0;  // bytes in the file being written
-  std::thread thread_;
 };
 
 }  // namespace sandgate::kernels

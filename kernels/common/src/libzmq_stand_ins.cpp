@@ -1,0 +1,74 @@
+// Stand-ins for the libzmq calls libxeus makes on the kernel's sockets.
+//
+// xeus 2.4.1 makes its sockets itself, out of the kernel's reach. Every call
+// it makes on them goes through cppzmq's socket_t, inlined into libxeus,
+// which calls libzmq through the dynamic linker: the executable's
+// definitions below come first in symbol lookup, so they see every socket
+// the process makes, then call libzmq's own.
+//
+// - zmq_socket: iopub never drops a message. A PUB socket drops every
+//   message it cannot queue (libzmq's default high-water mark is 1000
+//   messages), so a cell that prints faster than its reader takes messages
+//   in (a loop of print(), on a busy machine) lost output silently: 200,000
+//   numbered lines arrived as 134,165. With ZMQ_XPUB_NODROP a full queue
+//   makes the send wait instead, so a fast cell runs at the pace of its
+//   slowest live reader (the gateway reads without limit); memory stays
+//   bounded and nothing is lost. A reader that goes away takes its queue
+//   with it, so a gateway that is gone never holds a kernel up.
+// - zmq_bind, zmq_connect, zmq_close: which sockets are xeus's iopub path
+//   (sandgate_kernels/iopub_sockets.hpp), so that the first messages are
+//   not lost and the journal sees the client-facing socket.
+// - zmq_msg_send: the journal's tap, before the frame goes out.
+
+#include <dlfcn.h>
+#include <zmq.h>
+
+#include "sandgate_kernels/iopub_sockets.hpp"
+
+namespace {
+
+template <typename Fn>
+Fn libzmq(const char* name) {
+  return reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+namespace detail = sandgate::kernels::detail;
+
+extern "C" __attribute__((visibility("default"))) void* zmq_socket(void* context, int type) {
+  static const auto next = libzmq<void* (*)(void*, int)>("zmq_socket");
+  void* const socket = next(context, type);
+  if (socket && type == ZMQ_PUB) {
+    const int on = 1;
+    // Cannot fail on a PUB socket; should it, the socket keeps libzmq's default.
+    (void)zmq_setsockopt(socket, ZMQ_XPUB_NODROP, &on, sizeof on);
+  }
+  return socket;
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_bind(void* socket, const char* endpoint) {
+  static const auto next = libzmq<int (*)(void*, const char*)>("zmq_bind");
+  const int rc = next(socket, endpoint);
+  if (rc == 0) detail::note_bound(socket, endpoint);
+  return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_connect(void* socket, const char* endpoint) {
+  static const auto next = libzmq<int (*)(void*, const char*)>("zmq_connect");
+  const int rc = next(socket, endpoint);
+  if (rc == 0) detail::note_connected(socket, endpoint);
+  return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_close(void* socket) {
+  static const auto next = libzmq<int (*)(void*)>("zmq_close");
+  detail::note_closed(socket);
+  return next(socket);
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_msg_send(zmq_msg_t* msg, void* socket, int flags) {
+  static const auto next = libzmq<int (*)(zmq_msg_t*, void*, int)>("zmq_msg_send");
+  if (auto* const tap = detail::tap_of(socket); tap && msg) tap->on_frame(*msg, (flags & ZMQ_SNDMORE) != 0);
+  return next(msg, socket, flags);
+}
