@@ -12,11 +12,15 @@ namespace {
 std::atomic<iopub_tap*> tap{nullptr};
 std::atomic<void*> iopub_socket{nullptr};
 
-// xeus's inproc pairs, noted until they are settled.
-std::mutex inproc_mutex;
-bool settled = false;
-std::vector<void*> inproc_subscribers;  // SUB sockets bound inproc
-std::vector<void*> inproc_publishers;   // PUB sockets connected inproc
+// xeus's inproc pairs, noted until they are settled. Never destroyed: xeus
+// ends the process with std::exit while its detached threads still run.
+struct inproc_sockets {
+  std::mutex mutex;
+  bool settled = false;
+  std::vector<void*> subscribers;  // SUB sockets bound inproc
+  std::vector<void*> publishers;   // PUB sockets connected inproc
+};
+inproc_sockets& inproc = *new inproc_sockets;
 
 int socket_type(void* socket) {
   int type = -1;
@@ -42,17 +46,17 @@ void set_iopub_tap(iopub_tap* new_tap) {
 }
 
 std::size_t settle_iopub_subscriptions() {
-  const std::lock_guard lock(inproc_mutex);
-  settled = true;
+  const std::lock_guard lock(inproc.mutex);
+  inproc.settled = true;
   // A SUB socket takes its new peers, and sends them its subscriptions, when
   // it processes its commands; a PUB socket takes them in when it does.
-  for (void* sub : inproc_subscribers)
+  for (void* sub : inproc.subscribers)
     process_commands(sub);
-  for (void* pub : inproc_publishers)
+  for (void* pub : inproc.publishers)
     process_commands(pub);
-  const std::size_t count = inproc_publishers.size();
-  inproc_subscribers.clear();
-  inproc_publishers.clear();
+  const std::size_t count = inproc.publishers.size();
+  inproc.subscribers.clear();
+  inproc.publishers.clear();
   return count;
 }
 
@@ -64,23 +68,23 @@ void note_bound(void* socket, const char* endpoint) {
     void* none = nullptr;  // the first one only
     iopub_socket.compare_exchange_strong(none, socket, std::memory_order_acq_rel);
   } else if (type == ZMQ_SUB && is_inproc(endpoint)) {
-    const std::lock_guard lock(inproc_mutex);
-    if (!settled) inproc_subscribers.push_back(socket);
+    const std::lock_guard lock(inproc.mutex);
+    if (!inproc.settled) inproc.subscribers.push_back(socket);
   }
 }
 
 void note_connected(void* socket, const char* endpoint) {
   if (!is_inproc(endpoint) || socket_type(socket) != ZMQ_PUB) return;
-  const std::lock_guard lock(inproc_mutex);
-  if (!settled) inproc_publishers.push_back(socket);
+  const std::lock_guard lock(inproc.mutex);
+  if (!inproc.settled) inproc.publishers.push_back(socket);
 }
 
 void note_closed(void* socket) {
   void* expected = socket;
   iopub_socket.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-  const std::lock_guard lock(inproc_mutex);
-  std::erase(inproc_subscribers, socket);
-  std::erase(inproc_publishers, socket);
+  const std::lock_guard lock(inproc.mutex);
+  std::erase(inproc.subscribers, socket);
+  std::erase(inproc.publishers, socket);
 }
 
 iopub_tap* tap_of(void* socket) {
