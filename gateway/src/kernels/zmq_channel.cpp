@@ -4,10 +4,30 @@
 
 #include <boost/asio/post.hpp>
 
+#include <cerrno>
+
 namespace sandgate::gateway {
 namespace {
 constexpr int max_messages_per_wakeup = 256;  // fairness between kernels
+
+// libzmq fails a call with EINTR when a signal lands in its internal poll,
+// even a non-blocking one, and the gateway takes SIGCHLD whenever a child
+// (a sandbox supervisor, a kernel on the host) ends. Nothing was sent or
+// received then, mid-message included, so the call is simply made again.
+// (An EINTR that escaped once left a kernel's iopub unread for good: the
+// kernel, whose iopub waits for its readers, then stalled.)
+template <class Call>
+auto again_on_eintr(Call&& call) {
+  for (;;) {
+    try {
+      return call();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
 }
+
+}  // namespace
 
 std::shared_ptr<zmq_channel> zmq_channel::connect(boost::asio::io_context& io, zmq::context_t& ctx,
                                                   zmq::socket_type type, const std::string& endpoint,
@@ -49,7 +69,8 @@ bool zmq_channel::send(const frames& f) {
   for (std::size_t i = 0; i < f.size(); ++i) {
     const auto flags =
         zmq::send_flags::dontwait | (i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    auto sent = socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags);
+    const auto sent =
+        again_on_eintr([&] { return socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags); });
     if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
   }
   post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
@@ -87,14 +108,24 @@ void zmq_channel::drain() {
     frames f;
     f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
     zmq::message_t part;
-    // ZMQ_FD is edge-triggered. A receive that finds nothing has, like a
-    // read of ZMQ_EVENTS, first processed every command the socket had
-    // (which consumes the edge) and then looked again: what arrives after
-    // it signals the descriptor anew, so waiting now misses nothing.
-    if (!socket_.recv(part, zmq::recv_flags::dontwait)) return start_wait();
-    f.emplace_back(static_cast<const char*>(part.data()), part.size());
-    while (part.more() && socket_.recv(part, zmq::recv_flags::dontwait))
+    const auto receive = [&] {
+      return again_on_eintr([&] { return socket_.recv(part, zmq::recv_flags::dontwait); });
+    };
+    try {
+      // ZMQ_FD is edge-triggered. A receive that finds nothing has, like a
+      // read of ZMQ_EVENTS, first processed every command the socket had
+      // (which consumes the edge) and then looked again: what arrives after
+      // it signals the descriptor anew, so waiting now misses nothing.
+      if (!receive()) return start_wait();
       f.emplace_back(static_cast<const char*>(part.data()), part.size());
+      while (part.more() && receive())
+        f.emplace_back(static_cast<const char*>(part.data()), part.size());
+    } catch (const zmq::error_t& e) {
+      // Not a state this socket can be in while open; logged, and the
+      // channel keeps waiting rather than go deaf.
+      log::error("zmq_receive_failed", {{"error", e.what()}});
+      return start_wait();
+    }
     try {
       on_message_(std::move(f));
     } catch (const std::exception& e) {

@@ -18,10 +18,14 @@
 // - zmq_bind, zmq_connect, zmq_close: which sockets are xeus's iopub path
 //   (sandgate_kernels/iopub_sockets.hpp), so that the first messages are
 //   not lost and the journal sees the client-facing socket.
-// - zmq_msg_send: the journal's tap, before the frame goes out.
+// - zmq_msg_send: the journal's tap, before the frame goes out; and a send
+//   that a signal interrupted (EINTR: nothing was sent) is made again. A
+//   SIGINT that interrupts a cell may land while the cell's output is being
+//   sent, and xeus would take the EINTR for a broken socket.
 
 #include <dlfcn.h>
 #include <zmq.h>
+#include <cerrno>
 
 #include "sandgate_kernels/iopub_sockets.hpp"
 
@@ -70,5 +74,8 @@ extern "C" __attribute__((visibility("default"))) int zmq_close(void* socket) {
 extern "C" __attribute__((visibility("default"))) int zmq_msg_send(zmq_msg_t* msg, void* socket, int flags) {
   static const auto next = libzmq<int (*)(zmq_msg_t*, void*, int)>("zmq_msg_send");
   if (auto* const tap = detail::tap_of(socket); tap && msg) tap->on_frame(*msg, (flags & ZMQ_SNDMORE) != 0);
-  return next(msg, socket, flags);
+  for (;;) {
+    const int rc = next(msg, socket, flags);
+    if (rc >= 0 || errno != EINTR) return rc;
+  }
 }
