@@ -285,6 +285,33 @@ class AggBackendTest(unittest.TestCase):
             kernel.close()
 
 
+class SignalTimerTest(unittest.TestCase):
+    """A cell's own signal handlers (a SIGALRM timer, as code that limits its
+    own run time sets) must not kill the kernel: xeus 2.4.1 ended the
+    process when such a signal interrupted its ZeroMQ calls once idle."""
+
+    def test_a_sigalrm_timer_set_by_a_cell_leaves_the_kernel_serving(self):
+        kernel = KernelSession("python")
+        try:
+            cell = kernel.run("import signal\nticks = 0\ndef tick(*_):\n    global ticks\n    ticks += 1\n"
+                              "signal.signal(signal.SIGALRM, tick)\n"
+                              "signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)\n"
+                              "for i in range(50):\n    print(i, flush=True)")
+            self.assertEqual(cell.reply["status"], "ok", cell.reply)
+            self.assertEqual(cell.text(), "".join(f"{i}\n" for i in range(50)))
+            # Idle between requests, the timer firing all the while (every
+            # xeus thread takes signals, and the shell loop waits in a poll).
+            for _ in range(100):
+                self.assertEqual(kernel.request(kernel.client.kernel_info)["status"], "ok")
+            cell = kernel.run("import time\nstart = ticks\ntime.sleep(0.2)\n"
+                              "signal.setitimer(signal.ITIMER_REAL, 0)\nprint(ticks > start, ticks > 100)")
+            self.assertEqual(cell.reply["status"], "ok", cell.reply)
+            self.assertEqual(cell.text(), "True True\n")
+            self.assertTrue(kernel.manager.is_alive())
+        finally:
+            kernel.close()
+
+
 class ShutdownTest(unittest.TestCase):
     def test_shutdown_request_exits_cleanly(self):
         kernel = KernelSession("python")

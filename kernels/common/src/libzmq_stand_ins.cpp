@@ -22,12 +22,22 @@
 //   that a signal interrupted (EINTR: nothing was sent) is made again. A
 //   SIGINT that interrupts a cell may land while the cell's output is being
 //   sent, and xeus would take the EINTR for a broken socket.
+// - zmq_poll, zmq_msg_recv: made again when a signal interrupts them, but
+//   on a thread whose SIGINT window is open (a cell's, which an input()
+//   waits in: its interrupt must end the wait). xeus takes an EINTR in its
+//   loops for a failure and the process ends: a cell that set a SIGALRM
+//   timer (signal.setitimer, signal.alarm) killed the kernel as soon as
+//   it was idle, the signal landing in the shell loop's poll or in another
+//   xeus thread's.
 
 #include <dlfcn.h>
 #include <zmq.h>
 #include <cerrno>
 
+#include <chrono>
+
 #include "sandgate_kernels/iopub_sockets.hpp"
+#include "sandgate_kernels/sigint_mask.hpp"
 
 namespace {
 
@@ -77,5 +87,29 @@ extern "C" __attribute__((visibility("default"))) int zmq_msg_send(zmq_msg_t* ms
   for (;;) {
     const int rc = next(msg, socket, flags);
     if (rc >= 0 || errno != EINTR) return rc;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_msg_recv(zmq_msg_t* msg, void* socket, int flags) {
+  static const auto next = libzmq<int (*)(zmq_msg_t*, void*, int)>("zmq_msg_recv");
+  for (;;) {
+    const int rc = next(msg, socket, flags);
+    if (rc >= 0 || errno != EINTR || sandgate::kernels::in_sigint_window()) return rc;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) int zmq_poll(zmq_pollitem_t* items, int count,
+                                                               long timeout_ms) {
+  static const auto next = libzmq<int (*)(zmq_pollitem_t*, int, long)>("zmq_poll");
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const int rc = next(items, count, timeout_ms);
+    if (rc >= 0 || errno != EINTR || sandgate::kernels::in_sigint_window()) return rc;
+    if (timeout_ms > 0) {  // what is left of the wait (-1: no end; 0: none)
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
+      if (left <= 0) return 0;
+      timeout_ms = left;
+    }
   }
 }

@@ -25,7 +25,13 @@ void change_mask(int how) {
   }
 }
 
+thread_local bool window_open = false;
+
 }  // namespace
+
+bool in_sigint_window() {
+  return window_open;
+}
 
 void block_sigint() {
   change_mask(SIG_BLOCK);
@@ -42,9 +48,11 @@ void drop_pending_sigint() {
 sigint_window::sigint_window() {
   drop_pending_sigint();
   change_mask(SIG_UNBLOCK);
+  window_open = true;
 }
 
 sigint_window::~sigint_window() {
+  window_open = false;
   const sigset_t set = sigint_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   drop_pending_sigint();
