@@ -135,6 +135,13 @@ class KernelSession:
     def run(self, code, timeout=CELL_TIMEOUT_S):
         return self.finish(self.start(code), timeout=timeout)
 
+    def send_shell(self, msg_type, content):
+        """Sends a frontend message of any type on shell; its iopub messages
+        collect in the returned Cell (wait_for(cell, is_idle) reads them)."""
+        msg = self.client.session.msg(msg_type, content)
+        self.client.shell_channel.send(msg)
+        return Cell(msg["header"]["msg_id"])
+
     # -- control -----------------------------------------------------------
     def interrupt_by_message(self):
         msg = self.client.session.msg("interrupt_request", {})

@@ -19,9 +19,7 @@ class PythonCommsTest(KernelTestCase):
     # -- helpers -----------------------------------------------------------
     def send_shell(self, msg_type, content):
         """Sends a frontend message on shell; returns its msg_id."""
-        msg = self.kernel.client.session.msg(msg_type, content)
-        self.kernel.client.shell_channel.send(msg)
-        return msg["header"]["msg_id"]
+        return self.kernel.send_shell(msg_type, content).msg_id
 
     def iopub_of(self, msg_id, until_idle=True):
         """The iopub messages whose parent is msg_id, up to its idle status."""
@@ -169,6 +167,29 @@ class PythonCommsTest(KernelTestCase):
         iopub = self.iopub_of(self.send_shell("comm_open", {"comm_id": other, "target_name": "sandgate.out",
                                                             "data": {}}))
         self.assertEqual([m["content"]["comm_id"] for m in iopub if m["msg_type"] == "comm_close"], [other])
+        self.assertAlive()
+
+    def test_a_comm_to_a_target_never_registered_is_closed(self):
+        # Answered with comm_close, as ipykernel answers it: a frontend that
+        # opens a control comm the kernel lacks falls back on that.
+        comm_id = uuid.uuid4().hex
+        iopub = self.iopub_of(self.send_shell("comm_open", {"comm_id": comm_id, "target_name": "sandgate.unheard",
+                                                            "data": {}}))
+        self.assertEqual([m["content"]["comm_id"] for m in iopub if m["msg_type"] == "comm_close"], [comm_id])
+        self.assertNotIn(comm_id, self.comm_info()["comms"])
+        # A handler registered for that name afterwards gets the next one.
+        self.assertOk(self.kernel.run(
+            "opened = []\n"
+            "get_ipython().kernel.comm_manager.register_target("
+            "'sandgate.unheard', lambda comm, msg: opened.append(comm.comm_id))"))
+        second = uuid.uuid4().hex
+        iopub = self.iopub_of(self.send_shell("comm_open", {"comm_id": second, "target_name": "sandgate.unheard",
+                                                            "data": {}}))
+        self.assertEqual([m for m in iopub if m["msg_type"] == "comm_close"], [])
+        self.assertEqual(self.value("opened"), repr([second]))
+        self.assertIn(second, self.comm_info()["comms"])
+        self.iopub_of(self.send_shell("comm_close", {"comm_id": second, "data": {}}))
+        self.assertNotIn(second, self.comm_info()["comms"])
         self.assertAlive()
 
     def test_callbacks_that_raise_leave_the_kernel_up(self):

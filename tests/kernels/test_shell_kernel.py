@@ -6,7 +6,7 @@ import tempfile
 import time
 import unittest
 
-from kernel_harness import KernelSession, KernelTestCase
+from kernel_harness import KernelSession, KernelTestCase, is_idle
 
 INTERRUPT_BUDGET_S = 1.0
 TEN_MB = 10 * 1000 * 1000
@@ -19,6 +19,23 @@ class ShellKernelTest(KernelTestCase):
         info = self.kernel.request(self.kernel.client.kernel_info)
         self.assertEqual(info["language_info"]["name"], "bash")
         self.assertEqual(info["implementation"], "sandgate-shell")
+
+    def test_a_comm_the_frontend_opens_is_closed(self):
+        # This kernel has no comm targets: as ipykernel does for a target it
+        # lacks, it answers with comm_close rather than leave the frontend
+        # waiting.
+        for n in range(3):
+            comm_id = f"sandgate-shell-comm-{n}"
+            cell = self.kernel.send_shell("comm_open", {"comm_id": comm_id, "target_name": "jupyter.widget.control",
+                                                        "data": {}})
+            self.kernel.wait_for(cell, is_idle)
+            self.assertEqual([c["comm_id"] for c in cell.of_type("comm_close")], [comm_id])
+        info = self.kernel.request(lambda: self.kernel.send_shell("comm_info_request", {}).msg_id)
+        self.assertEqual(info["comms"], {})
+        # Malformed comm_opens are refused by xeus and leave the kernel serving.
+        for content in ({"comm_id": "x"}, {"comm_id": "y", "target_name": 7}):
+            self.kernel.wait_for(self.kernel.send_shell("comm_open", content), is_idle)
+        self.assertEqual(self.kernel.run("echo alive").text(), "alive\n")
 
     def test_cwd_and_variables_persist(self):
         self.assertOk(self.kernel.run("cd /tmp; X=1"))
