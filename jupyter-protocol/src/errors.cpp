@@ -24,7 +24,7 @@ class protocol_category_impl final : public std::error_category {
       case protocol_errc::unsupported_scheme:
         return "unsupported signature scheme";
       case protocol_errc::bad_json:
-        return "invalid JSON";
+        return "invalid JSON (or nested more than 1000 levels deep)";
       case protocol_errc::not_an_object:
         return "JSON value is not an object";
       case protocol_errc::missing_field:

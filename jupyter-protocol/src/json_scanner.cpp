@@ -17,8 +17,8 @@ namespace {
 
 class scanner {
  public:
-  scanner(std::string_view text, top_level_strings* sink) noexcept
-      : p_(text.data()), end_(text.data() + text.size()), sink_(sink) {}
+  scanner(std::string_view text, top_level_strings* sink, std::size_t max_depth) noexcept
+      : p_(text.data()), end_(text.data() + text.size()), sink_(sink), max_depth_(max_depth) {}
 
   json_root run() {
     skip_ws();
@@ -52,6 +52,7 @@ class scanner {
         if (c != '"') sink_->on_other(key, key_escaped);
       }
       if (c == '{' || c == '[') {
+        if (stack.size() == max_depth_) return false;
         ++p_;
         stack.push_back(c);
         skip_ws();
@@ -327,6 +328,7 @@ class scanner {
   const char* p_;
   const char* end_;
   top_level_strings* sink_;
+  std::size_t max_depth_;  // open arrays and objects at most
 };
 
 void append_utf8(std::string& out, std::uint32_t cp) {
@@ -361,8 +363,8 @@ std::uint32_t read_hex4(std::string_view s, std::size_t i) {
 
 }  // namespace
 
-json_root scan_json(std::string_view text, top_level_strings* sink) {
-  return scanner{text, sink}.run();
+json_root scan_json(std::string_view text, top_level_strings* sink, std::size_t max_depth) {
+  return scanner{text, sink, max_depth}.run();
 }
 
 void unescape_json_string(std::string_view raw, std::string& out) {

@@ -6,6 +6,8 @@
 // top-level string members of a root object. The fuzz targets check that it
 // agrees with nlohmann::json::accept.
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -34,8 +36,10 @@ class top_level_strings {
   ~top_level_strings() = default;
 };
 
-// Validates `text` as one JSON value (whitespace around it allowed).
-[[nodiscard]] json_root scan_json(std::string_view text, top_level_strings* sink = nullptr);
+// Validates `text` as one JSON value (whitespace around it allowed); text
+// whose arrays and objects nest deeper than `max_depth` is invalid.
+[[nodiscard]] json_root scan_json(std::string_view text, top_level_strings* sink = nullptr,
+                                  std::size_t max_depth = std::numeric_limits<std::size_t>::max());
 
 // Decodes the raw inside of a string literal that scan_json validated.
 void unescape_json_string(std::string_view raw, std::string& out);

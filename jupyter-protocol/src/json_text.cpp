@@ -5,6 +5,7 @@
 #include "json_scanner.hpp"
 
 #include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/json_members.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -51,7 +52,7 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 std::error_code check_json_object(std::string_view text) {
-  switch (scan_json(text)) {
+  switch (scan_json(text, nullptr, max_json_depth)) {
     case json_root::object:
       return {};
     case json_root::other:

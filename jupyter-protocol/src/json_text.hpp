@@ -20,8 +20,9 @@ void append_json_string(std::string& out, std::string_view s);
   return text.find('\0') != std::string_view::npos;
 }
 
-// Ok when `text` is valid JSON whose value is an object; bad_json or
-// not_an_object otherwise (json_scanner: strict, no document built).
+// Ok when `text` is valid JSON whose value is an object nested at most
+// max_json_depth deep; bad_json or not_an_object otherwise (json_scanner:
+// strict, no document built).
 [[nodiscard]] std::error_code check_json_object(std::string_view text);
 
 // Calls `on_member(key, value_text)` for each top-level member of `object`,

@@ -1,5 +1,5 @@
-// string_member: one top-level string of a JSON object, read in one
-// validating pass (json_scanner) without building a document.
+// string_member and read_members: top-level members of a JSON object, read in one
+// validating pass (json_scanner) without building a document; valid_json.
 
 #include <jupyter_protocol/json_members.hpp>
 #include <jupyter_protocol/message.hpp>
@@ -107,9 +107,13 @@ bool read_members(std::string_view json, std::span<json_member> members) {
   };
   clear();
   members_sink sink{members};
-  if (detail::scan_json(json, &sink) == detail::json_root::object) return true;
+  if (detail::scan_json(json, &sink, max_json_depth) == detail::json_root::object) return true;
   clear();
   return false;
+}
+
+bool valid_json(std::string_view text, std::size_t max_depth) {
+  return detail::scan_json(text, nullptr, max_depth) != detail::json_root::invalid;
 }
 
 std::optional<std::string> string_member(std::string_view json, std::string_view key) {

@@ -4,12 +4,12 @@
 // big-endian offsets, the JSON (without "buffers"), then the buffers.
 
 #include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/json_members.hpp>
 #include <jupyter_protocol/websocket.hpp>
 
+#include "json_scanner.hpp"
 #include "json_text.hpp"
 #include "message_parts.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -59,7 +59,9 @@ std::string_view null_as_absent(std::string_view value) {
 // Decodes the JSON object of a legacy message (text frame, or the first part
 // of a binary one). Only the member spans are copied; nothing is re-serialised.
 std::error_code decode_legacy_json(std::string_view text, channel& c, message& out) {
-  if (detail::contains_nul(text) || !nlohmann::json::accept(text)) return protocol_errc::bad_json;
+  if (detail::contains_nul(text) ||
+      detail::scan_json(text, nullptr, max_json_depth) == detail::json_root::invalid)
+    return protocol_errc::bad_json;
   detail::message_parts parts;
   std::string_view channel_literal;
   bool has_header = false;

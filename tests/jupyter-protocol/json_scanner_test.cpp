@@ -109,6 +109,20 @@ TEST(json_scanner, deep_nesting_does_not_recurse) {
   EXPECT_EQ(scan_json(std::string(200000, '[')), json_root::invalid);
 }
 
+TEST(json_scanner, nesting_past_max_depth_is_invalid) {
+  const auto nested = [](std::size_t depth, char open, char close) {
+    return std::string(depth, open) + std::string(depth, close);
+  };
+  EXPECT_EQ(scan_json(nested(3, '[', ']'), nullptr, 3), json_root::other);
+  EXPECT_EQ(scan_json(nested(4, '[', ']'), nullptr, 3), json_root::invalid);
+  EXPECT_EQ(scan_json(R"({"a":{"b":[1]}})", nullptr, 3), json_root::object);
+  EXPECT_EQ(scan_json(R"({"a":{"b":[[1]]}})", nullptr, 3), json_root::invalid);
+  // Brackets inside strings are text, not nesting.
+  EXPECT_EQ(scan_json(R"({"a":"[[[[[[{{{{"})", nullptr, 1), json_root::object);
+  // Depth is how deep containers are open at once, not how many there are.
+  EXPECT_EQ(scan_json("[" + std::string("[],") + "[]]", nullptr, 2), json_root::other);
+}
+
 class collect final : public top_level_strings {
  public:
   void on_string(std::string_view key, bool key_escaped, std::string_view value,

@@ -119,6 +119,29 @@ TEST(read_members, an_invalid_text_or_a_non_object_sets_nothing) {
   }
 }
 
+TEST(read_members, refuses_text_nested_deeper_than_max_json_depth) {
+  std::array<json_member, 1> m{{{"data"}}};
+  const auto with_data_depth = [](std::size_t depth) {  // the object itself is one level
+    return R"({"data":)" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_TRUE(read_members(with_data_depth(max_json_depth), m));
+  EXPECT_TRUE(m[0].raw);
+  EXPECT_FALSE(read_members(with_data_depth(max_json_depth + 1), m));
+  EXPECT_FALSE(m[0].raw);
+  EXPECT_FALSE(read_members(with_data_depth(200000), m));
+}
+
+TEST(valid_json, any_valid_value_up_to_the_depth_given) {
+  EXPECT_TRUE(valid_json("3"));
+  EXPECT_TRUE(valid_json(R"( {"a":[1,{"b":null}]} )"));
+  EXPECT_FALSE(valid_json(R"({"a":)"));
+  EXPECT_FALSE(valid_json(""));
+  EXPECT_TRUE(valid_json(std::string(max_json_depth, '[') + std::string(max_json_depth, ']')));
+  EXPECT_FALSE(valid_json(std::string(max_json_depth + 1, '[') + std::string(max_json_depth + 1, ']')));
+  EXPECT_TRUE(valid_json("[[[]]]", 3));
+  EXPECT_FALSE(valid_json("[[[]]]", 2));
+}
+
 TEST(read_members, gives_each_members_value_text_whatever_its_type) {
   std::array<json_member, 6> m{{{"data"}, {"metadata"}, {"s"}, {"n"}, {"t"}, {"missing"}}};
   const std::string text =

@@ -1,6 +1,7 @@
 #include <jupyter_protocol/websocket.hpp>
 
 #include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/json_members.hpp>
 #include <jupyter_protocol/wire.hpp>
 
 #include "fixtures.hpp"
@@ -194,6 +195,10 @@ TEST(websocket_legacy, malformed_inputs_each_have_their_error) {
       {"binary offset out of range", legacy_binary({2, 12, 100000}, good_json_for_binary), true,
        protocol_errc::offset_out_of_range},
       {"binary bad json", legacy_binary({1, 8}, "{"), true, protocol_errc::bad_json},
+      {"nested too deep",
+       "{" + h + R"(,"channel":"shell","content":{"a":)" + std::string(max_json_depth, '[') +
+           std::string(max_json_depth, ']') + "}}",
+       false, protocol_errc::bad_json},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);

@@ -1,6 +1,7 @@
 #include <jupyter_protocol/websocket.hpp>
 
 #include <jupyter_protocol/errors.hpp>
+#include <jupyter_protocol/json_members.hpp>
 #include <jupyter_protocol/wire.hpp>
 
 #include "fixtures.hpp"
@@ -112,6 +113,10 @@ TEST(websocket_v1, malformed_inputs_each_have_their_error) {
       {"metadata nul then junk", v1_frame({"shell", h, "{}", std::string("{}\0junk", 7), "{}"}),
        protocol_errc::bad_json},
       {"content not object", v1_frame({"shell", h, "{}", "{}", "\"s\""}), protocol_errc::not_an_object},
+      {"content nested too deep",
+       v1_frame({"shell", h, "{}", "{}",
+                 R"({"a":)" + std::string(max_json_depth, '[') + std::string(max_json_depth, ']') + "}"}),
+       protocol_errc::bad_json},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);
@@ -126,6 +131,11 @@ TEST(websocket_v1, malformed_inputs_each_have_their_error) {
   channel c = channel::hb;
   message m;
   EXPECT_FALSE(decode_v1(good, c, m));
+  // As deep as allowed: the content object is the first level.
+  const std::string deepest =
+      R"({"a":)" + std::string(max_json_depth - 1, '[') + std::string(max_json_depth - 1, ']') + "}";
+  EXPECT_FALSE(decode_v1(v1_frame({"shell", h, "{}", "{}", deepest}), c, m));
+  EXPECT_EQ(m.content, deepest);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // /api, /api/kernelspecs, /kernelspecs/{name}/{file} and /api/kernels.
 #include "router.hpp"
 
+#include "../util/json_input.hpp"
+
 #include <gateway/ids.hpp>
 
 #include <nlohmann/json.hpp>
@@ -68,7 +70,7 @@ std::string content_type_for(const std::string& file) {
 
 std::optional<json> body_object(const std::string& body, std::string& error) {
   if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-  auto j = json::parse(body, nullptr, false);
+  auto j = parse_json(body);
   if (j.is_discarded()) {
     error = "Malformed JSON in the request body";
     return std::nullopt;

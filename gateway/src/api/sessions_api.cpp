@@ -1,6 +1,8 @@
 // /api/sessions: create, list, get, patch and delete, as jupyter_server does.
 #include "router.hpp"
 
+#include "../util/json_input.hpp"
+
 #include <gateway/ids.hpp>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,7 @@ using json = nlohmann::json;
 namespace {
 
 std::optional<json> object_body(const std::string& body) {
-  auto j = json::parse(body, nullptr, false);
+  auto j = parse_json(body);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }

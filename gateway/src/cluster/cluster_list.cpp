@@ -1,5 +1,7 @@
 #include "cluster_list.hpp"
 
+#include "../util/json_input.hpp"
+
 #include <gateway/log.hpp>
 
 #include <algorithm>
@@ -42,7 +44,7 @@ void list_across(boost::asio::io_context& io, const std::vector<peer>& peers, co
   for (std::size_t i = 0; i < peers.size(); ++i) {
     g->nodes.push_back(peers[i].node);
     http_get(io, peers[i], target, headers, timeout, [g, i, node = peers[i].node](http_reply r) {
-      json part = r.error || r.status != 200 ? json() : json::parse(r.body, nullptr, false);
+      json part = r.error || r.status != 200 ? json() : parse_json(r.body);
       if (!part.is_array()) {
         log::warn("peer_list_missing",
                   {{"node", std::to_string(node)},

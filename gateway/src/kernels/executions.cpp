@@ -1,6 +1,7 @@
 #include "executions.hpp"
 
 #include "../audit/audit_log.hpp"
+#include "../util/json_input.hpp"
 #include "../util/metrics.hpp"
 
 #include <jupyter_protocol/json_members.hpp>
@@ -22,10 +23,19 @@ void digest_code(execution_record& r, std::string_view content, const char* from
 }
 
 // {ename, evalue, traceback} of an error or execute_reply content.
+// An error's name, value and traceback lines; members of another type than
+// the protocol's (a kernel may send anything) read as empty.
 json error_of(const json& content) {
-  return json{{"ename", content.value("ename", "")},
-              {"evalue", content.value("evalue", "")},
-              {"traceback", content.value("traceback", json::array())}};
+  const auto text = [&](const char* key) {
+    auto it = content.find(key);
+    return it != content.end() && it->is_string() ? *it : json("");
+  };
+  json traceback = json::array();
+  if (auto it = content.find("traceback"); it != content.end() && it->is_array()) {
+    for (const auto& line : *it)
+      if (line.is_string()) traceback.push_back(line);
+  }
+  return json{{"ename", text("ename")}, {"evalue", text("evalue")}, {"traceback", std::move(traceback)}};
 }
 
 // A record that began before this process: the steady clock restarts with
@@ -171,7 +181,7 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       const std::string reply_status = m[1].string.value_or("error");
       if (r.status == "running") r.status = reply_status;
       if (reply_status == "error" && !r.error) {
-        const auto content = json::parse(msg.content, nullptr, false);
+        const auto content = parse_json(msg.content);
         if (content.is_object()) r.error = error_of(content);
       }
     }
@@ -209,7 +219,9 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
         r.truncated = true;
       } else {
         std::array<protocol::json_member, 2> m{{{"data"}, {"metadata"}}};
-        if (protocol::read_members(msg.content, m)) {
+        if (!protocol::read_members(msg.content, m)) {
+          r.truncated = true;  // not JSON, or nested too deep to keep
+        } else {
           // data and metadata as the kernel wrote them (valid JSON: read_members checked).
           const std::string_view data = m[0].raw.value_or("{}");
           const std::string_view metadata = m[1].raw.value_or("{}");
@@ -225,7 +237,7 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
         }
       }
     } else if (type == "error") {
-      const auto content = json::parse(msg.content, nullptr, false);
+      const auto content = parse_json(msg.content);
       if (content.is_object()) r.error = error_of(content);
     }
   }

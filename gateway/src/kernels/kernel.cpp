@@ -1,5 +1,6 @@
 #include "kernel.hpp"
 
+#include "../util/json_input.hpp"
 #include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
@@ -405,9 +406,14 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
     if (auto waiter = internal_replies_.find(m.parent.msg_id); waiter != internal_replies_.end()) {
       auto done = std::move(waiter->second);
       internal_replies_.erase(waiter);
-      const auto content = nlohmann::json::parse(m.content, nullptr, false);
-      const bool ok = content.is_object() && content.value("status", "") == "ok";
-      done(ok ? std::string() : "the kernel answered " + content.value("status", std::string("nothing")));
+      const auto content = parse_json(m.content);
+      const auto status = content.is_object() ? content.find("status") : content.end();
+      const bool said = status != content.end() && status->is_string();
+      if (said && *status == "ok") {
+        done({});
+      } else {
+        done("the kernel answered " + (said ? status->get<std::string>() : std::string("nothing")));
+      }
     } else if (m.msg_type() == "kernel_info_reply" && start_done_) {
       probe_answered_ = true;
       if (iopub_seen_) return on_started({});

@@ -1,5 +1,6 @@
 #include "kernel_manager.hpp"
 
+#include "../util/json_input.hpp"
 #include "../util/metrics.hpp"
 
 #include "child_processes.hpp"
@@ -122,7 +123,7 @@ void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box)
 void kernel_manager::end_running_executions(const std::string& kernel_id, const std::string& reason) {
   try {
     for (const auto& text : registry_.running_executions(kernel_id)) {
-      auto record = nlohmann::json::parse(text, nullptr, false);
+      auto record = parse_json(text);
       if (!record.is_object() || !record.contains("msg_id") || !record["msg_id"].is_string()) continue;
       const std::string why = "the kernel was " + reason + " while the gateway restarted";
       record["status"] = "error";
@@ -286,7 +287,7 @@ void kernel_manager::restore() {
     }
   for (const auto& row : registry_.live(registry::kind::kernel)) {
     auto it = boxes.find(row.parent);
-    nlohmann::json record = nlohmann::json::parse(row.record, nullptr, false);
+    nlohmann::json record = parse_json(row.record);
     if (it == boxes.end() || !sandboxes_.find(row.parent) || !record.is_object() ||
         !record.value("key", nlohmann::json()).is_string()) {
       // Its sandbox ended while no gateway ran (the kernel shares its

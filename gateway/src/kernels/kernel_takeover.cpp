@@ -5,6 +5,8 @@
 
 #include "kernel.hpp"
 
+#include "../util/json_input.hpp"
+
 #include <gateway/log.hpp>
 #include <jupyter_protocol/journal.hpp>
 #include <jupyter_protocol/wire.hpp>
@@ -50,8 +52,7 @@ std::vector<protocol::journal_record> read_journal_file(const std::filesystem::p
 void kernel::take_up_executions(const std::vector<std::string>& stored,
                                 std::function<bool(const std::string& msg_id)> recorded) {
   for (const auto& text : stored) {
-    if (auto r = executions_.restore(nlohmann::json::parse(text, nullptr, false)))
-      taken_up_.emplace(r->msg_id, taken_up_execution{});
+    if (auto r = executions_.restore(parse_json(text))) taken_up_.emplace(r->msg_id, taken_up_execution{});
   }
   recorded_ = std::move(recorded);
 }

@@ -1,5 +1,7 @@
 #include "kernels/executions.hpp"
 
+#include <jupyter_protocol/json_members.hpp>
+
 #include <gtest/gtest.h>
 
 namespace sandgate::gateway {
@@ -69,6 +71,38 @@ TEST(execution_log, an_error_reply_stderr_and_displays_are_recorded) {
   EXPECT_EQ(r->code_from, "request");
   EXPECT_EQ(r->code_bytes, 3u);
   EXPECT_EQ(r->code_sha256, "18d6e1cac2a8adaf25577cca14db7753507f4f03a288124ce9fe2d60babd7bb0");
+}
+
+// What a hostile kernel may send, signed with its own key: members of other
+// types than the protocol's, and JSON nested far deeper than any message.
+TEST(execution_log, mistyped_or_deeply_nested_messages_are_kept_out_of_the_record) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  execution_log log;
+  log.begin("e1");
+  EXPECT_NO_THROW(log.on_message(
+      channel::iopub, child_of("e1", "error", R"({"ename":5,"evalue":[1],"traceback":["kept",7,{"x":1}]})"),
+      ""));
+  log.on_message(channel::iopub, child_of("e1", "error", R"({"ename":"Deep","traceback":)" + deep + "}"), "");
+  log.on_message(channel::iopub,
+                 child_of("e1", "display_data", R"({"data":{"text/plain":)" + deep + R"(},"metadata":{}})"),
+                 "");
+  log.on_message(channel::iopub,
+                 child_of("e1", "display_data", R"({"data":{"text/plain":"shallow"},"metadata":{}})"), "");
+  EXPECT_NO_THROW(log.on_message(
+      channel::shell,
+      child_of("e1", "execute_reply", R"({"status":"error","ename":[],"traceback":)" + deep + "}"), ""));
+  log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle");
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r && r->done());
+  EXPECT_EQ(r->status, "error");
+  EXPECT_EQ(r->error, nlohmann::json::parse(R"({"ename":"","evalue":"","traceback":["kept"]})"));
+  EXPECT_TRUE(r->truncated);
+  EXPECT_EQ(r->outputs,
+            std::vector<std::string>{
+                R"({"output_type":"display_data","data":{"text/plain":"shallow"},"metadata":{}})"});
+  // The record as JSON is shallow: writing it out does not recurse deep.
+  const auto text = r->to_json();
+  EXPECT_TRUE(protocol::valid_json(text, 8)) << text;
 }
 
 TEST(execution_log, a_reply_without_status_or_an_integer_count_is_an_error_without_a_count) {
