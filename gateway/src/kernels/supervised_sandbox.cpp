@@ -107,8 +107,13 @@ void supervised_sandbox::do_read() {
         if (ec) return self->fail_all("the sandbox supervisor closed its control socket");
         self->decoder_.feed({self->read_buf_.data(), n});
         std::error_code fec;
-        while (auto frame = self->decoder_.next(fec))
-          self->on_frame(*frame);
+        while (auto frame = self->decoder_.next(fec)) {
+          try {
+            self->on_frame(*frame);
+          } catch (const std::exception& e) {  // a frame of another shape than the protocol's
+            return self->fail_all(std::string("bad frame from the sandbox supervisor: ") + e.what());
+          }
+        }
         if (fec) return self->fail_all("bad frame from the sandbox supervisor: " + fec.message());
         self->do_read();
       });

@@ -1,0 +1,90 @@
+// A sandbox's control socket answered by a stand-in for the supervisor on a
+// real unix socket: a frame of another shape than the protocol's ends the
+// sandbox with a reason, rather than throwing out of the read loop and
+// leaving the socket unread.
+
+#include "kernels/supervised_sandbox.hpp"
+
+#include <sandboxing/control_protocol.hpp>
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/write.hpp>
+
+#include <unistd.h>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace {
+namespace sg = sandgate::gateway;
+namespace net = boost::asio;
+using unix_socket = net::local::stream_protocol;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string path = (std::filesystem::temp_directory_path() / "sandgate-supervised-XXXXXX").string();
+    path_ = ::mkdtemp(path.data());
+  }
+  ~temp_dir() { std::filesystem::remove_all(path_); }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// What the gateway makes of `frame`, sent first on the control socket of an
+// attached sandbox: the reason the sandbox ended, if it did within 5 s.
+std::optional<std::string> end_after(const nlohmann::json& frame) {
+  temp_dir dir;
+  net::io_context io;
+  const auto control = dir.path() / "control.sock";
+  unix_socket::acceptor acceptor(io, unix_socket::endpoint(control.string()));
+  sg::supervisor_options opts;
+  opts.id = "sandbox-under-test";
+  opts.control_path = control;
+  opts.run_dir = dir.path() / "run";
+  auto box = std::make_shared<sg::supervised_sandbox>(io, opts);
+  std::optional<std::string> ended;
+  box->on_end([&](const std::string& why) { ended = why; });
+  box->attach(0);
+  unix_socket::socket peer(io);
+  acceptor.accept(peer);
+  net::write(peer, net::buffer(sandgate::sandboxing::control::encode_frame(frame)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!ended && std::chrono::steady_clock::now() < deadline)
+    io.run_for(std::chrono::milliseconds(20));
+  box->detach();
+  return ended;
+}
+
+TEST(supervised_sandbox, a_ready_frame_of_the_wrong_shape_ends_the_sandbox_with_a_reason) {
+  const auto why = end_after({{"event", "ready"}, {"id", 5}, {"pid", "one"}});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("bad frame from the sandbox supervisor"), std::string::npos) << *why;
+}
+
+TEST(supervised_sandbox, an_output_frame_of_the_wrong_shape_ends_the_sandbox_with_a_reason) {
+  const auto why = end_after({{"event", "output"}, {"id", nlohmann::json::array()}, {"data", 7}});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("bad frame from the sandbox supervisor"), std::string::npos) << *why;
+}
+
+TEST(supervised_sandbox, a_ready_frame_for_another_sandbox_ends_it_too) {
+  const auto why = end_after({{"event", "ready"},
+                              {"id", "another"},
+                              {"pid", 1},
+                              {"host_uid", 1000},
+                              {"host_gid", 1000},
+                              {"expires_at", 0}});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("another supervisor"), std::string::npos) << *why;
+}
+
+}  // namespace
