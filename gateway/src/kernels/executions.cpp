@@ -22,9 +22,9 @@ void digest_code(execution_record& r, std::string_view content, const char* from
   r.code_from = from;
 }
 
-// {ename, evalue, traceback} of an error or execute_reply content.
-// An error's name, value and traceback lines; members of another type than
-// the protocol's (a kernel may send anything) read as empty.
+// {ename, evalue, traceback} of an error or execute_reply content; members
+// of another type than the protocol's (a kernel may send anything) read as
+// empty.
 json error_of(const json& content) {
   const auto text = [&](const char* key) {
     auto it = content.find(key);
@@ -181,7 +181,8 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       const std::string reply_status = m[1].string.value_or("error");
       if (r.status == "running") r.status = reply_status;
       if (reply_status == "error" && !r.error) {
-        const auto content = parse_json(msg.content);
+        // read_members has validated it, depth included: parsed once more, not checked again.
+        const auto content = json::parse(msg.content, nullptr, false);
         if (content.is_object()) r.error = error_of(content);
       }
     }

@@ -1,6 +1,5 @@
 #include "kernel.hpp"
 
-#include "../util/json_input.hpp"
 #include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
@@ -406,14 +405,9 @@ void kernel::route_reply(const std::shared_ptr<outgoing>& out) {
     if (auto waiter = internal_replies_.find(m.parent.msg_id); waiter != internal_replies_.end()) {
       auto done = std::move(waiter->second);
       internal_replies_.erase(waiter);
-      const auto content = parse_json(m.content);
-      const auto status = content.is_object() ? content.find("status") : content.end();
-      const bool said = status != content.end() && status->is_string();
-      if (said && *status == "ok") {
-        done({});
-      } else {
-        done("the kernel answered " + (said ? status->get<std::string>() : std::string("nothing")));
-      }
+      // No document: a kernel's status of another type than a string is "nothing".
+      const auto status = protocol::string_member(m.content, "status");
+      done(status == "ok" ? std::string() : "the kernel answered " + status.value_or("nothing"));
     } else if (m.msg_type() == "kernel_info_reply" && start_done_) {
       probe_answered_ = true;
       if (iopub_seen_) return on_started({});
