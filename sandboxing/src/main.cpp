@@ -1,5 +1,6 @@
 // sandgate-sandbox: runs a command, or a supervisor for the gateway, inside a
 // Linux sandbox described by a policy. See docs/policy.md.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <climits>
@@ -17,7 +18,8 @@ namespace {
 
 constexpr const char* usage =
     "usage: sandgate-sandbox [--policy FILE] [--id ID] [--run-dir DIR] [--workspace DIR]\n"
-    "                        [--host-id-base N] [--host-id-slot N] [--cgroup-root DIR]\n"
+    "                        [--host-id-base N] [--host-id-slot N] [--host-id-lock-fd FD]\n"
+    "                        [--cgroup-root DIR]\n"
     "                        [--cgroup-parent NAME] [--allow-no-cgroup]\n"
     "                        (--control SOCKET | -- COMMAND [ARG...])\n"
     "       sandgate-sandbox --check-policy FILE\n";
@@ -84,6 +86,15 @@ int main(int argc, char** argv) {
         options.host_id_base = parse_u32("--host-id-base", value);
       } else if (arg == "--host-id-slot") {
         options.host_id_slot = parse_u32("--host-id-slot", value);
+      } else if (arg == "--host-id-lock-fd") {
+        // The host-wide lock of the slot, taken by whoever chose it: held,
+        // unread, by this process and the sandbox's pid 1 until both end,
+        // and by none of the programs they run.
+        const auto fd = static_cast<int>(parse_u32("--host-id-lock-fd", value));
+        const int flags = ::fcntl(fd, F_GETFD);
+        if (fd < 3 || flags < 0 || ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0)
+          throw std::invalid_argument("--host-id-lock-fd: " + std::string(value) +
+                                      " is not an open descriptor");
       } else if (arg == "--cgroup-root") {
         options.cgroup_root = value;
       } else if (arg == "--cgroup-parent") {

@@ -32,6 +32,9 @@ struct config {
   // Gateway's env_whitelist; "*" lets every one through). Others are dropped.
   std::vector<std::string> kernel_env_allow;
   std::uint16_t node_id = 0;
+  // Host-wide locks of the host id slots in use (see host_id_slots.hpp):
+  // every gateway on a host must use the same directory.
+  std::filesystem::path host_id_lock_dir = "/run/sandgate/host-ids";
   // The other nodes of a cluster, for lists that span it: "N=URL[,N=URL]"
   // and/or a file of "N URL" lines (read again when it changes).
   std::string peers;

@@ -43,9 +43,17 @@ pid_t spawn_child(const spawn_spec& spec, std::string& error) {
   const std::string out = spec.log_path.empty() ? "/dev/null" : spec.log_path;
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Through copies far above them first, so that no dup2 replaces a
+  // descriptor still to be copied; closefrom then closes the copies.
+  constexpr int staging = 512;
+  const int inherited = static_cast<int>(spec.inherit_fds.size());
+  for (int i = 0; i < inherited; ++i)
+    posix_spawn_file_actions_adddup2(&actions, spec.inherit_fds[i], staging + i);
+  for (int i = 0; i < inherited; ++i)
+    posix_spawn_file_actions_adddup2(&actions, staging + i, 3 + i);
   // Nothing else of the gateway's: not its listening socket, not its clients'
   // connections (Asio opens them without O_CLOEXEC), not its state.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3 + inherited);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

@@ -2,7 +2,8 @@
 // The gateway's own child processes (sandbox supervisors, and kernels of
 // exempted kernelspecs): started with posix_spawn (no code runs between fork
 // and exec in this multi-threaded process), each in its own session, with
-// only stdin, stdout and stderr open, and reaped on SIGCHLD.
+// only stdin, stdout, stderr and the descriptors named open, and reaped on
+// SIGCHLD.
 
 #include <sys/types.h>
 #include <functional>
@@ -16,7 +17,8 @@ struct spawn_spec {
   std::vector<std::string> argv;           // argv[0] is an absolute path
   std::map<std::string, std::string> env;  // the whole environment
   std::string cwd = "/";
-  std::string log_path;  // stdout+stderr go here (appended); empty: /dev/null
+  std::string log_path;          // stdout+stderr go here (appended); empty: /dev/null
+  std::vector<int> inherit_fds;  // open in the child as 3, 4, ... (nothing else of the gateway's is)
 };
 
 // Starts the process; returns its pid, or -1 with `error` set.

@@ -76,7 +76,7 @@ void host_sandbox::spawn(const spawn_request& req, spawn_handler on_spawned, exi
   if (req.capture) return on_spawned("commands run only in sandboxes (this one is unsandboxed)");
   std::string error;
   const pid_t pid =
-      spawn_child({req.argv, req.env, req.cwd, (run_dir_ / (req.name + ".log")).string()}, error);
+      spawn_child({req.argv, req.env, req.cwd, (run_dir_ / (req.name + ".log")).string(), {}}, error);
   if (pid < 0) return on_spawned(error);
   children_[req.name] = pid;
   watch_child(pid, [on_exit = std::move(on_exit)](int status) {

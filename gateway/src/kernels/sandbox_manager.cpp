@@ -190,7 +190,23 @@ std::optional<sandbox_settings> sandbox_settings::from_json(const json& body, st
 
 sandbox_manager::sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
                                  fs::path exe_dir, registry& reg)
-    : io_(io), cfg_(cfg), specs_(specs), exe_dir_(std::move(exe_dir)), registry_(reg), sweep_timer_(io) {
+    : io_(io),
+      cfg_(cfg),
+      specs_(specs),
+      exe_dir_(std::move(exe_dir)),
+      registry_(reg),
+      slots_(cfg.node_id, cfg.host_id_lock_dir),
+      sweep_timer_(io) {
+  if (!slots_.unavailable().empty())
+    log::warn("host_id_locks_unavailable",
+              {{"why", slots_.unavailable()},
+               {"effect", "host uid slots are claimed within this gateway only: run as root for sandboxes"}});
+  if (slots_.node_shared())
+    log::warn("node_shared_on_host",
+              {{"node_id", std::to_string(cfg.node_id)},
+               {"effect",
+                "another gateway on this host runs as the same node: ids of both begin alike (give "
+                "each its own --node-id); their sandboxes still get distinct host uids"}});
   policy_file_ =
       (cfg_.policy_file.empty() ? exe_dir_ / ".." / "share" / "sandgate" / "policies" / "default.json"
                                 : cfg_.policy_file)
@@ -246,7 +262,7 @@ std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::restore() {
     opts.control_path = cfg_.state_dir / "control" / (s->id + ".sock");
     opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
     opts.host_id_slot = s->slot;
-    used_slots_.insert(s->slot);
+    slots_.mark_used(s->slot);
     auto box = std::make_shared<supervised_sandbox>(io_, std::move(opts));
     s->box = box;
     sandboxes_.emplace(s->id, s);
@@ -296,7 +312,7 @@ void sandbox_manager::remove_orphans(const std::set<std::string>& known) {
     if (!connect_error) {
       // Its host id range stays its own: no new sandbox may share its uids.
       const auto slot = slot_of_peer(probe.native_handle());
-      if (slot) used_slots_.insert(*slot);
+      if (slot) slots_.mark_used(*slot);
       log::warn("sandbox_unknown_left_alone",
                 {{"sandbox_id", id},
                  {"why", "its supervisor runs but the registry has no record of it"},
@@ -329,13 +345,6 @@ sandbox_limits sandbox_manager::default_limits() const {
   l.pids = limits.value("pids", std::uint64_t{0});
   l.workspace_bytes = limits.value("workspace_bytes", std::uint64_t{0});
   return l;
-}
-
-std::optional<unsigned> sandbox_manager::claim_slot() {
-  const unsigned first = unsigned{cfg_.node_id} * host_id_slots_per_node;
-  for (unsigned slot = first; slot < first + host_id_slots_per_node; ++slot)
-    if (used_slots_.insert(slot).second) return slot;
-  return std::nullopt;
 }
 
 fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_settings& settings,
@@ -417,14 +426,15 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   specs_.refresh();
   const auto policy = write_policy(s->id, settings, *s, err);
   if (policy.empty()) return nullptr;
+  std::optional<claimed_slot> claimed;  // its lock goes to the supervisor, then is closed here
   if (!unsandboxed) {
-    const auto slot = claim_slot();
-    if (!slot) {
+    claimed = slots_.claim();
+    if (!claimed) {
       err = {fault::at_capacity,
              "This node runs its maximum of " + std::to_string(host_id_slots_per_node) + " sandboxes"};
       return nullptr;
     }
-    s->slot = *slot;
+    s->slot = claimed->slot;
   }
   try {
     s->unsandboxed = unsandboxed;
@@ -443,6 +453,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
       opts.log_path = cfg_.state_dir / "logs" / (s->id + ".log");
       fs::create_directories(opts.log_path.parent_path());
       opts.host_id_slot = s->slot;
+      opts.host_id_lock_fd = claimed->lock.get();
       // Room for the connection files and sockets, and for four kernels' iopub journals.
       opts.run_dir_bytes = 16 * 1024 * 1024 + 4 * cfg_.iopub_journal_bytes;
       opts.ready_timeout = std::chrono::seconds(cfg_.kernel_start_timeout_s);
@@ -451,7 +462,7 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
       s->box = box;
     }
   } catch (const std::exception& e) {
-    if (!unsandboxed) used_slots_.erase(s->slot);
+    if (!unsandboxed) slots_.release(s->slot);
     err = {fault::internal, std::string("cannot create a sandbox: ") + e.what()};
     return nullptr;
   }
@@ -602,7 +613,7 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
   fs::remove(cfg_.state_dir / "policies" / (id + ".json"), ec);
   if (reason == "deleted" || reason == "culled") fs::remove(cfg_.state_dir / "logs" / (id + ".log"), ec);
   fs::remove_all(cfg_.state_dir / "workspaces" / id, ec);
-  if (!s->unsandboxed) used_slots_.erase(s->slot);
+  if (!s->unsandboxed) slots_.release(s->slot);
   ++gateway_metrics().sandboxes_ended[reason];
   log::info("sandbox_destroyed", {{"sandbox_id", id}, {"reason", reason}});
 }

@@ -8,6 +8,7 @@
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
 #include "domain_error.hpp"
+#include "host_id_slots.hpp"
 #include "sandbox.hpp"
 
 #include <gateway/config.hpp>
@@ -38,10 +39,6 @@ namespace sandgate::gateway {
 [[nodiscard]] inline bool is_kernel_variable(std::string_view name) {
   return name.starts_with("KERNEL_");
 }
-
-// Host id slots (two host uids each) per node: node N uses slots
-// [N * this, (N + 1) * this), so nodes that share a host never share uids.
-inline constexpr unsigned host_id_slots_per_node = 4096;
 
 struct sandbox_limits {
   std::uint64_t memory_bytes = 0;
@@ -158,9 +155,6 @@ class sandbox_manager {
  private:
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
                                      sandbox_entry& entry, domain_error& err);
-  // The lowest free host id slot of this node's range (nodes sharing a host
-  // never share uids), or nothing when all are taken.
-  std::optional<unsigned> claim_slot();
   static std::optional<unsigned> slot_of_peer(int socket_fd);
   void persist(const sandbox_entry& s);
   void watch_end(const std::shared_ptr<sandbox_entry>& s);
@@ -179,7 +173,7 @@ class sandbox_manager {
   nlohmann::json default_policy_;
   std::uint64_t max_ttl_s_ = 0;
   std::map<std::string, std::shared_ptr<sandbox_entry>> sandboxes_;
-  std::set<unsigned> used_slots_;
+  host_id_slots slots_;
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> gone_;
   std::deque<std::string> gone_order_;
   boost::asio::steady_timer sweep_timer_;

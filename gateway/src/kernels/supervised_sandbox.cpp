@@ -54,6 +54,10 @@ void supervised_sandbox::start() {
                opts_.control_path.string(),
                "--host-id-slot",
                std::to_string(opts_.host_id_slot)};
+  if (opts_.host_id_lock_fd >= 0) {
+    spec.inherit_fds = {opts_.host_id_lock_fd};
+    spec.argv.insert(spec.argv.end(), {"--host-id-lock-fd", "3"});
+  }
   spec.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}, {"LANG", "C.UTF-8"}};
   spec.log_path = opts_.log_path.string();
   std::string error;

@@ -28,6 +28,7 @@ struct supervisor_options {
   std::filesystem::path control_path;
   std::filesystem::path log_path;  // the supervisor's stderr
   unsigned host_id_slot = 0;
+  int host_id_lock_fd = -1;  // the slot's host-wide lock, for the supervisor to hold (-1: none)
   // tmpfs for connection files, sockets and the kernels' iopub journals; its
   // pages count against the sandbox's memory limit (the writer's cgroup)
   std::size_t run_dir_bytes = 16 * 1024 * 1024;

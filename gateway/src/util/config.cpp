@@ -85,6 +85,10 @@ const std::vector<option>& options() {
        [](config& c, const std::string& v) { c.kernel_env_allow = split_list(v); }},
       {"node-id", "N", "this node's number, carried in the first 16 bits of every id (default 0)",
        SG_NUM(node_id)},
+      {"host-id-lock-dir", "DIR",
+       "host-wide locks of the host uid slots in use, shared by every gateway on the host, so that no two "
+       "sandboxes ever share host uids (default /run/sandgate/host-ids)",
+       SG_STR(host_id_lock_dir)},
       {"peers", "N=URL[,N=URL]",
        "the cluster's other nodes (e.g. 2=http://10.0.0.2:8888): the lists of kernels, sandboxes and "
        "sessions span them (default none)",
