@@ -17,7 +17,7 @@ build_packages=(
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format
   chromium fonts-dejavu-core openssl python3-ipywidgets jupyter-nbextension-jupyter-js-widgets
   haproxy
 )

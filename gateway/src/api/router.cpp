@@ -276,6 +276,12 @@ void router::get_metrics(context& ctx) {
           m.output_holds);
   counter("sandgate_clients_too_slow_total", "WebSockets closed for falling too far behind.",
           m.clients_too_slow);
+  counter("sandgate_input_waits_total",
+          "Times a WebSocket client stopped being read until its kernel's input queue had gone out.",
+          m.input_waits);
+  counter("sandgate_client_messages_refused_total",
+          "Client messages answered with an error reply because the kernel's input queue was full.",
+          m.client_messages_refused);
   counter("sandgate_sandboxes_created_total", "Sandboxes created.", m.sandboxes_created);
   out +=
       "# HELP sandgate_sandboxes_ended_total Sandboxes ended, by reason.\n"

@@ -57,6 +57,9 @@ class kernel_client {
   [[nodiscard]] virtual const std::string& principal() const noexcept = 0;
   virtual void deliver(const std::shared_ptr<outgoing>& out) = 0;
   virtual void close(unsigned short code, std::string reason) = 0;
+  // The kernel takes input again: a client that stopped reading because
+  // kernel::from_client said so reads on.
+  virtual void resume_input() {}
 };
 
 }  // namespace sandgate::gateway

@@ -126,7 +126,17 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
     close(1007, "invalid Jupyter message: " + err.message());
     return;
   }
-  kernel_->from_client(this->shared_from_this(), ch, std::move(msg));
+  if (kernel_->from_client(this->shared_from_this(), ch, std::move(msg)))
+    do_read();
+  else
+    reading_paused_ = true;  // until resume_input(): the client's next messages wait in its connection
+}
+
+template <class Stream>
+void ws_session<Stream>::resume_input() {
+  if (!reading_paused_) return;
+  reading_paused_ = false;
+  if (ended_ || closing_) return;
   do_read();
 }
 

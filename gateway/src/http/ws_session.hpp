@@ -74,6 +74,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   [[nodiscard]] const std::string& principal() const noexcept override { return principal_; }
   void deliver(const std::shared_ptr<outgoing>& out) override;
   void close(unsigned short code, std::string reason) override;
+  void resume_input() override;
 
  private:
   void on_accept(boost::beast::error_code ec);
@@ -117,8 +118,9 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   bool writing_ = false;  // a frame or a flush is going out
   bool closing_ = false;
   bool ended_ = false;
-  bool holding_ = false;      // holds the kernel's output back (hold_kernel)
-  std::uint64_t writes_ = 0;  // frames written, to tell a slow client from a stalled one
+  bool holding_ = false;         // holds the kernel's output back (hold_kernel)
+  bool reading_paused_ = false;  // the kernel's input is behind: no read is outstanding
+  std::uint64_t writes_ = 0;     // frames written, to tell a slow client from a stalled one
   boost::asio::steady_timer stall_timer_;
   boost::asio::steady_timer close_timer_;
   boost::beast::websocket::close_reason close_reason_;

@@ -117,6 +117,10 @@ void kernel::connect_channels() {
   control_ = bind(1, channel::control, zmq::socket_type::dealer, 0);
   stdin_ = bind(2, channel::stdin_, zmq::socket_type::dealer, 0);
   iopub_ = bind(3, channel::iopub, zmq::socket_type::sub, iopub_limit);
+  for (const auto& input : {shell_, control_, stdin_})
+    input->on_drained([weak = weak_from_this()] {
+      if (auto k = weak.lock(); k && !k->input_congested()) k->input_waiters_.resume_all();
+    });
   if (output_holds_ > 0 && opts_.spec.iopub_backpressure) iopub_->pause();
 }
 
@@ -157,6 +161,16 @@ void kernel::close_channels() {
     ch->reset();
   }
   pins_.reset();
+  // What waited in the input queues went with them, as what the process
+  // had not read goes with it; the clients' next messages are held for the
+  // next process, or answered by its end.
+  input_waiters_.resume_all();
+}
+
+bool kernel::input_congested() const {
+  for (const auto* c : {shell_.get(), control_.get(), stdin_.get()})
+    if (c && c->congested()) return true;
+  return false;
 }
 
 void kernel::start(done_handler done) {
@@ -301,7 +315,8 @@ void kernel::on_started(const std::string& error) {
     auto held = std::move(held_);
     held_.clear();
     for (auto& h : held)
-      if (auto c = h.client.lock()) from_client(c, h.ch, std::move(h.msg));
+      if (auto c = h.client.lock()) (void)from_client(c, h.ch, std::move(h.msg));  // false: c waits
+    if (!input_congested()) input_waiters_.resume_all();
     log::info("kernel_ready", {{"kernel_id", id()}, {"kernel_name", name()}});
   } else {
     log::warn("kernel_start_failed", {{"kernel_id", id()}, {"error", error}});
@@ -323,12 +338,14 @@ void kernel::remember(const std::string& msg_id, pending_request req) {
   }
 }
 
-void kernel::send_to_kernel(channel ch, const protocol::message& msg) {
+send_result kernel::send_to_kernel(channel ch, const protocol::message& msg) {
   auto* socket = channel_for(ch);
-  if (!socket) return;
-  if (!socket->send(protocol::encode(msg, signer_)))
+  if (!socket) return send_result::refused;
+  const auto result = socket->send(protocol::encode(msg, signer_));
+  if (result == send_result::refused)
     log::warn("kernel_send_dropped",
               {{"kernel_id", id()}, {"channel", protocol::to_string(ch)}, {"msg_id", msg.msg_id()}});
+  return result;
 }
 
 void kernel::touch() {
@@ -507,27 +524,51 @@ void kernel::detach(const std::shared_ptr<kernel_client>& client,
   }
 }
 
-void kernel::from_client(const std::shared_ptr<kernel_client>& client, channel ch, protocol::message msg) {
+bool kernel::from_client(const std::shared_ptr<kernel_client>& client, channel ch, protocol::message msg) {
   if (phase_ == phase::ended || phase_ == phase::stopping || ch == channel::hb || ch == channel::iopub)
-    return;
+    return true;
   if (phase_ == phase::starting || phase_ == phase::restarting || phase_ == phase::created) {
-    // The kernel's sockets are not there yet: hold the message until it is ready.
-    if (held_.size() < max_held_messages)
+    // The kernel's sockets are not there yet: hold the message until it is
+    // ready, and the client's next ones in its WebSocket past a bound.
+    if (held_.size() >= 2 * max_held_messages) {
+      refuse(client, ch, msg, "too many messages wait for the kernel to start");
+    } else {
       held_.push_back({client, ch, std::move(msg)});
-    else
-      log::warn("kernel_message_dropped",
-                {{"kernel_id", id()}, {"why", "too many messages held during a restart"}});
-    return;
+    }
+    if (held_.size() < max_held_messages) return true;
+    input_waiters_.add(client);
+    return false;
   }
   if (ch == channel::shell || ch == channel::control)
     remember(msg.msg_id(), {client, client->session_id(), false, msg.msg_type(),
                             msg.msg_type() == "execute_request" ? msg.header : std::string()});
   touch();
-  send_to_kernel(ch, msg);
-  // Recorded once it is on its way: the kernel's answer can only be read
-  // after this returns.
-  if (ch == channel::shell && msg.msg_type() == "execute_request")
+  if (send_to_kernel(ch, msg) == send_result::refused) {
+    pending_.erase(msg.msg_id());
+    refuse(client, ch, msg, "the kernel's input queue is full");
+  } else if (ch == channel::shell && msg.msg_type() == "execute_request") {
+    // Recorded once it is on its way: the kernel's answer can only be read
+    // after this returns.
     executions_.begin(msg.msg_id(), msg.content, client->principal());
+  }
+  auto* socket = channel_for(ch);
+  if (!socket || !socket->congested()) return true;
+  // The kernel reads slower than the client writes: the client waits, in
+  // its WebSocket and its TCP connection, until the queue has gone out.
+  input_waiters_.add(client);
+  return false;
+}
+
+void kernel::refuse(const std::shared_ptr<kernel_client>& client, channel ch, const protocol::message& msg,
+                    const std::string& why) {
+  ++gateway_metrics().client_messages_refused;
+  log::warn("kernel_input_refused", {{"kernel_id", id()},
+                                     {"channel", protocol::to_string(ch)},
+                                     {"msg_id", msg.msg_id()},
+                                     {"msg_type", msg.msg_type()},
+                                     {"why", why}});
+  for (const auto& out : refusal_answers(ch, msg, why, session_))
+    client->deliver(out);
 }
 
 void kernel::execute(const std::string& code, std::optional<std::chrono::milliseconds> timeout,
@@ -555,7 +596,17 @@ void kernel::execute(const std::string& code, std::optional<std::chrono::millise
   auto msg = protocol::make_message("execute_request", content.dump(), session_);
   remember(msg.msg_id(), {{}, {}, true, "execute_request", msg.header});
   touch();
-  send_to_kernel(channel::shell, msg);
+  if (send_to_kernel(channel::shell, msg) == send_result::refused) {
+    pending_.erase(msg.msg_id());
+    execution_record r;
+    r.msg_id = msg.msg_id();
+    r.status = "error";
+    r.error = nlohmann::json{{"ename", "GatewayInputRefused"},
+                             {"evalue", "the kernel's input queue is full"},
+                             {"traceback", nlohmann::json::array()}};
+    r.finished = std::chrono::steady_clock::now();
+    return done(r);
+  }
   executions_.begin(msg.msg_id(), msg.content, {}, timeout);
   executions_.wait(msg.msg_id(), std::move(done));
 }
@@ -598,9 +649,10 @@ void kernel::execute_silently(const std::string& code, done_handler done) {
                      {"store_history", false}, {"user_expressions", nlohmann::json::object()},
                      {"allow_stdin", false},   {"stop_on_error", false}};
   auto msg = protocol::make_message("execute_request", content.dump(), session_);
+  if (send_to_kernel(channel::shell, msg) == send_result::refused)
+    return done("the kernel's input queue is full");
   remember(msg.msg_id(), {{}, {}, true, "execute_request", {}});
   internal_replies_.emplace(msg.msg_id(), std::move(done));
-  send_to_kernel(channel::shell, msg);
 }
 
 // The kernel went busy or idle for a tracked execute: the execution time

@@ -3,6 +3,7 @@
 // its WebSocket clients, the routing of replies to the client that asked,
 // and the output kept for session_ids that are disconnected.
 
+#include "../bridge/input_flow.hpp"
 #include "../bridge/outgoing.hpp"
 #include "executions.hpp"
 #include "sandbox.hpp"
@@ -120,7 +121,10 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // session's replay buffer.
   void detach(const std::shared_ptr<kernel_client>& client,
               std::vector<std::shared_ptr<outgoing>> unsent = {});
-  void from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch, protocol::message msg);
+  // A client's message for the kernel. False: the kernel's input is behind,
+  // and the client reads no more until its resume_input() is called.
+  [[nodiscard]] bool from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch,
+                                 protocol::message msg);
   // A client that has fallen behind holds the kernel's output back until it
   // catches up (each hold is released once). Only kernels whose iopub waits
   // instead of dropping (kernelspec iopub_backpressure) are held: the
@@ -186,7 +190,11 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void broadcast(const std::shared_ptr<outgoing>& out);
   void buffer_for(const std::string& session_id, const std::shared_ptr<outgoing>& out);
   void on_process_exit(const exit_status& st);
-  void send_to_kernel(protocol::channel ch, const protocol::message& msg);
+  send_result send_to_kernel(protocol::channel ch, const protocol::message& msg);
+  // Answers a client's message that cannot be sent (see refusal_answers).
+  void refuse(const std::shared_ptr<kernel_client>& client, protocol::channel ch,
+              const protocol::message& msg, const std::string& why);
+  [[nodiscard]] bool input_congested() const;  // a message waits in an input channel's queue
   void send_status(std::string_view state);
   void answer_lost_executes(const std::string& why);
   void track_execution(const std::string& msg_id, std::string_view state);
@@ -222,6 +230,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
 
   socket_pins pins_;
   std::vector<held_message> held_;  // from clients while the kernel (re)starts
+  input_waiters input_waiters_;     // clients that stopped reading until input can go on
   bool probe_answered_ = false;
   bool iopub_seen_ = false;
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;

@@ -37,7 +37,7 @@ std::shared_ptr<zmq_channel> zmq_channel::connect(boost::asio::io_context& io, z
   if (type == zmq::socket_type::sub) ch->socket_.set(zmq::sockopt::subscribe, "");
   ch->socket_.set(zmq::sockopt::linger, 0);
   if (!routing_id.empty()) ch->socket_.set(zmq::sockopt::routing_id, routing_id);
-  ch->socket_.set(zmq::sockopt::sndhwm, 10000);
+  ch->socket_.set(zmq::sockopt::sndhwm, 1000);  // then the channel's own queue, then the client waits
   // 0: no limit, and backpressure lives in the client queues.
   ch->socket_.set(zmq::sockopt::rcvhwm, receive_limit);
   ch->socket_.connect(endpoint);
@@ -64,8 +64,24 @@ void zmq_channel::close() {
   socket_.close();
 }
 
-bool zmq_channel::send(const frames& f) {
-  if (closed_ || f.empty()) return false;
+send_result zmq_channel::send(frames f) {
+  if (closed_ || f.empty()) return send_result::refused;
+  if (queue_.empty() && try_send(f)) {
+    post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
+    return send_result::sent;
+  }
+  std::size_t bytes = 0;
+  for (const auto& part : f)
+    bytes += part.size();
+  if (queue_.size() >= queue_limits_.messages || queued_bytes_ + bytes > queue_limits_.bytes)
+    return send_result::refused;
+  queued_bytes_ += bytes;
+  queue_.push_back(std::move(f));
+  post_drain();  // the failed send may have consumed the edge that room comes with
+  return send_result::queued;
+}
+
+bool zmq_channel::try_send(const frames& f) {
   for (std::size_t i = 0; i < f.size(); ++i) {
     const auto flags =
         zmq::send_flags::dontwait | (i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
@@ -73,8 +89,26 @@ bool zmq_channel::send(const frames& f) {
         again_on_eintr([&] { return socket_.send(zmq::const_buffer(f[i].data(), f[i].size()), flags); });
     if (!sent) return false;  // only the first frame can fail: ZeroMQ queues multipart atomically
   }
-  post_drain();  // ZMQ_FD is edge-triggered: a send can consume the readiness edge
   return true;
+}
+
+void zmq_channel::send_queued() {
+  if (queue_.empty()) return;
+  try {
+    while (!queue_.empty() && try_send(queue_.front())) {
+      for (const auto& part : queue_.front())
+        queued_bytes_ -= part.size();
+      queue_.pop_front();
+    }
+  } catch (const zmq::error_t& e) {
+    log::error("zmq_send_failed", {{"error", e.what()}});
+    return;
+  }
+  if (queue_.empty() && on_drained_) {
+    boost::asio::post(fd_.get_executor(), [self = weak_from_this()] {
+      if (auto s = self.lock(); s && !s->closed_ && s->queue_.empty() && s->on_drained_) s->on_drained_();
+    });
+  }
 }
 
 void zmq_channel::pause() {
@@ -103,35 +137,58 @@ void zmq_channel::start_wait() {
 void zmq_channel::drain() {
   drain_posted_ = false;
   int handled = 0;
-  while (!closed_ && !paused_) {
+  for (;;) {
+    if (closed_) return;
     if (handled++ == max_messages_per_wakeup) return post_drain();
-    frames f;
-    f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
-    zmq::message_t part;
-    const auto receive = [&] {
-      return again_on_eintr([&] { return socket_.recv(part, zmq::recv_flags::dontwait); });
-    };
+    send_queued();
+    if (paused_ && queue_.empty()) return;  // resume() drains again
+    if (!paused_) {
+      const auto got = receive_one();
+      if (got == received::message) continue;
+      if (got == received::failed) return start_wait();
+    }
+    // ZMQ_FD is edge-triggered, and signals room to send as well as
+    // messages to read. Reading ZMQ_EVENTS processes every command the
+    // socket had (which consumes the edge) and then says what it can do
+    // now: what changes after it signals the descriptor anew, so waiting
+    // then misses nothing.
+    int events = 0;
     try {
-      // ZMQ_FD is edge-triggered. A receive that finds nothing has, like a
-      // read of ZMQ_EVENTS, first processed every command the socket had
-      // (which consumes the edge) and then looked again: what arrives after
-      // it signals the descriptor anew, so waiting now misses nothing.
-      if (!receive()) return start_wait();
-      f.emplace_back(static_cast<const char*>(part.data()), part.size());
-      while (part.more() && receive())
-        f.emplace_back(static_cast<const char*>(part.data()), part.size());
+      events = again_on_eintr([&] { return socket_.get(zmq::sockopt::events); });
     } catch (const zmq::error_t& e) {
-      // Not a state this socket can be in while open; logged, and the
-      // channel keeps waiting rather than go deaf.
-      log::error("zmq_receive_failed", {{"error", e.what()}});
+      log::error("zmq_events_failed", {{"error", e.what()}});
       return start_wait();
     }
-    try {
-      on_message_(std::move(f));
-    } catch (const std::exception& e) {
-      log::error("zmq_message_handler_failed", {{"error", e.what()}});
-    }
+    const bool readable = !paused_ && (events & ZMQ_POLLIN) != 0;
+    const bool writable = !queue_.empty() && (events & ZMQ_POLLOUT) != 0;
+    if (!readable && !writable) return start_wait();
   }
+}
+
+zmq_channel::received zmq_channel::receive_one() {
+  frames f;
+  f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
+  zmq::message_t part;
+  const auto receive = [&] {
+    return again_on_eintr([&] { return socket_.recv(part, zmq::recv_flags::dontwait); });
+  };
+  try {
+    if (!receive()) return received::nothing;
+    f.emplace_back(static_cast<const char*>(part.data()), part.size());
+    while (part.more() && receive())
+      f.emplace_back(static_cast<const char*>(part.data()), part.size());
+  } catch (const zmq::error_t& e) {
+    // Not a state this socket can be in while open; logged, and the
+    // channel keeps waiting rather than go deaf.
+    log::error("zmq_receive_failed", {{"error", e.what()}});
+    return received::failed;
+  }
+  try {
+    on_message_(std::move(f));
+  } catch (const std::exception& e) {
+    log::error("zmq_message_handler_failed", {{"error", e.what()}});
+  }
+  return received::message;
 }
 
 void zmq_channel::post_drain() {

@@ -1,18 +1,35 @@
 #pragma once
 // One ZeroMQ socket driven by the gateway's io_context: its ZMQ_FD is
 // watched with an Asio descriptor, and every readable message is handed to
-// a callback as frames. Sends never block; a full pipe is reported.
+// a callback as frames. Sends never block: what ZeroMQ's full pipe cannot
+// take waits in a queue of the channel's own, bounded in messages and bytes,
+// and goes out in order as the peer reads.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <zmq.hpp>
 
+#include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace sandgate::gateway {
+
+// What became of a message given to zmq_channel::send.
+enum class send_result {
+  sent,     // ZeroMQ has it
+  queued,   // ZeroMQ's pipe is full: it waits in the channel's queue, in order
+  refused,  // the channel's queue is full too (or the channel is closed): not sent
+};
+
+// The channel's own queue, behind ZeroMQ's pipe.
+struct send_queue_limits {
+  std::size_t messages = 1024;
+  std::size_t bytes = 128 * 1024 * 1024;
+};
 
 class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
  public:
@@ -29,8 +46,13 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   zmq_channel(const zmq_channel&) = delete;
   zmq_channel& operator=(const zmq_channel&) = delete;
 
-  // Queues frames for sending without blocking. False when the pipe is full.
-  bool send(const frames& f);
+  // Sends frames without blocking, or queues them behind ZeroMQ's full pipe.
+  send_result send(frames f);
+  // Whether messages wait in the channel's queue.
+  [[nodiscard]] bool congested() const noexcept { return !queue_.empty(); }
+  // Runs (on the io_context) each time the channel's queue has gone out.
+  void on_drained(std::function<void()> callback) { on_drained_ = std::move(callback); }
+  void set_queue_limits(send_queue_limits limits) { queue_limits_ = limits; }
 
   // Stops reading: what the peer sends meanwhile waits in ZeroMQ's pipe, up
   // to the socket's receive limit, and then in the peer. resume() reads on.
@@ -43,7 +65,11 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
  private:
   void start_wait();
   void drain();
-  void post_drain();  // at most one drain queued at a time
+  enum class received { message, nothing, failed };
+  received receive_one();
+  void post_drain();                             // at most one drain queued at a time
+  [[nodiscard]] bool try_send(const frames& f);  // false: ZeroMQ's pipe is full
+  void send_queued();                            // as much of the queue as ZeroMQ takes
 
   zmq::socket_t socket_;
   boost::asio::posix::stream_descriptor fd_;
@@ -52,6 +78,10 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   bool waiting_ = false;
   bool drain_posted_ = false;
   bool paused_ = false;
+  std::deque<frames> queue_;  // waiting for room in ZeroMQ's pipe
+  std::size_t queued_bytes_ = 0;
+  send_queue_limits queue_limits_;
+  std::function<void()> on_drained_;
 };
 
 }  // namespace sandgate::gateway

@@ -36,8 +36,10 @@ struct metrics {
   std::uint64_t kernel_restarts_for_time = 0;
   std::uint64_t bytes_from_kernels = 0;
   std::uint64_t messages_from_kernels = 0;
-  std::uint64_t output_holds = 0;      // a client behind held a kernel's output back
-  std::uint64_t clients_too_slow = 0;  // WebSockets closed for falling behind
+  std::uint64_t output_holds = 0;             // a client behind held a kernel's output back
+  std::uint64_t clients_too_slow = 0;         // WebSockets closed for falling behind
+  std::uint64_t input_waits = 0;              // a client stopped reading until its kernel took its input
+  std::uint64_t client_messages_refused = 0;  // answered with an error instead of sent to the kernel
   std::uint64_t sandboxes_created = 0;
   std::map<std::string, std::uint64_t> sandboxes_ended;  // by reason
   std::uint64_t oom_kills = 0;

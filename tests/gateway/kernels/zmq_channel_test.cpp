@@ -81,7 +81,7 @@ TEST(zmq_channel, every_message_arrives_whole_while_signals_interrupt_libzmq) {
     const interrupting_signals signals(pthread_self());
     // Sends from the io thread too, under the same signals.
     for (int i = 0; i < 2000; ++i)
-      sends_ok += channel->send({"x", std::to_string(i)}) ? 1 : 0;
+      sends_ok += channel->send({"x", std::to_string(i)}) != send_result::refused ? 1 : 0;
     // Nothing escapes the loop: an exception here is a channel gone deaf.
     EXPECT_NO_THROW(io.run_for(std::chrono::seconds(60)));
   }
@@ -90,6 +90,66 @@ TEST(zmq_channel, every_message_arrives_whole_while_signals_interrupt_libzmq) {
   EXPECT_EQ(whole, messages);
   EXPECT_EQ(sends_ok, 2000);
   EXPECT_GT(signals_caught.load(), 0);
+  channel->close();
+  ::unlink(endpoint.substr(6).c_str());
+}
+
+// A peer that reads slower than the channel sends: what ZeroMQ's pipe
+// cannot take waits in the channel's queue and goes out in order once the
+// peer reads; past the queue's own bound a send is refused, not lost unsaid.
+TEST(zmq_channel, sends_past_a_full_pipe_wait_in_order_and_are_refused_past_the_queue) {
+  constexpr int messages = 5000;
+  boost::asio::io_context io;
+  zmq::context_t ctx(1);
+  const std::string endpoint = "ipc:///tmp/sandgate-zmq-queue-test-" + std::to_string(::getpid());
+  zmq::socket_t peer(ctx, zmq::socket_type::router);
+  peer.set(zmq::sockopt::linger, 0);
+  peer.set(zmq::sockopt::rcvhwm, 10);
+  peer.bind(endpoint);
+  auto channel =
+      zmq_channel::connect(io, ctx, zmq::socket_type::dealer, endpoint, [](zmq_channel::frames&&) {});
+  channel->set_queue_limits({.messages = 100000, .bytes = 64 * 1024 * 1024});
+  int drained = 0;
+  channel->on_drained([&] { ++drained; });
+  int queued = 0;
+  for (int i = 0; i < messages; ++i) {
+    const auto result = channel->send({std::to_string(i)});
+    ASSERT_NE(result, send_result::refused) << i;
+    queued += result == send_result::queued ? 1 : 0;
+  }
+  EXPECT_GT(queued, 0) << "ZeroMQ took every message: the pipe never filled";
+  EXPECT_TRUE(channel->congested());
+
+  // The peer reads everything, in order, while the io_context sends the rest.
+  int next = 0;
+  std::string disorder;
+  std::thread reader([&] {
+    peer.set(zmq::sockopt::rcvtimeo, 30000);
+    while (next < messages) {
+      zmq::message_t identity, body;
+      if (!peer.recv(identity) || !peer.recv(body)) return;
+      if (body.to_string() != std::to_string(next) && disorder.empty())
+        disorder = "got " + body.to_string() + " for " + std::to_string(next);
+      ++next;
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (next < messages && std::chrono::steady_clock::now() < deadline)
+    io.run_for(std::chrono::milliseconds(10));
+  reader.join();
+  EXPECT_EQ(next, messages);
+  EXPECT_EQ(disorder, "");
+  io.run_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(channel->congested());
+  EXPECT_GE(drained, 1);
+
+  // A queue of one message: the next send past a full pipe is refused.
+  channel->set_queue_limits({.messages = 1, .bytes = 1024});
+  int refused_at = -1;
+  for (int i = 0; i < 100000 && refused_at < 0; ++i)
+    if (channel->send({"more"}) == send_result::refused) refused_at = i;
+  EXPECT_GE(refused_at, 1);
+  EXPECT_TRUE(channel->congested());
   channel->close();
   ::unlink(endpoint.substr(6).c_str());
 }
