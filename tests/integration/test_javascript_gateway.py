@@ -90,6 +90,15 @@ class JavaScriptKernelThroughGateway(GatewayTestCase):
         self.assertEqual(reply.content["status"], "ok", reply.content)
         self.assertEqual(result_text(iopub), "'undefined'")
 
+    def test_typescript_checks_and_runs_in_the_sandbox(self):
+        ks = self.connect(self.new_kernel("typescript"))
+        reply, iopub = ks.execute("const half = (n: number): number => n / 2;\nhalf(84)", timeout=90)
+        self.assertEqual(reply.content["status"], "ok", reply.content)
+        self.assertEqual(result_text(iopub), "42")
+        reply, _ = ks.execute("half('84')")
+        self.assertEqual(reply.content["ename"], "TSError", reply.content)
+        self.assertIn("TS2345", reply.content["evalue"])
+
     def test_kernelspec_is_listed_with_language_and_logos(self):
         r = self.gw.request("GET", "api/kernelspecs")
         self.assertEqual(r.status, 200, r)

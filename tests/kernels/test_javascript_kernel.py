@@ -93,6 +93,8 @@ class JavaScriptKernelTest(WorkspaceKernelTestCase):
         self.assertOk(self.kernel.run("const base = 1;"))
         self.assertEqual(self.result(self.kernel.run("base")), "1")
         self.assertEqual(self.result(self.kernel.run("const { a, b: [c] } = { a: 1, b: [2] }; a + c")), "3")
+        self.assertEqual(self.result(self.kernel.run("[typeof module.exports, __dirname === process.cwd()]")),
+                         "[ 'object', true ]")
         # A function is callable before its line, as in a script.
         self.assertOk(self.kernel.run("const early_result = early();\nfunction early() { return 'hoisted'; }"))
         self.assertEqual(self.result(self.kernel.run("[early_result, early()]")), "[ 'hoisted', 'hoisted' ]")
@@ -298,6 +300,22 @@ class NodeExitTest(WorkspaceKernelTestCase):
         cell = self.kernel.run("typeof before")
         self.assertEqual(self.result(cell), "'undefined'")
         self.assertNotEqual(self.result(self.kernel.run("process.pid")), first_pid)
+
+
+    def test_a_busy_loop_after_an_await_is_ended_by_a_new_node(self):
+        # Code that runs after an await is outside vm's breakOnSigint and the
+        # event loop never turns: the kernel kills Node after its grace time.
+        self.assertOk(self.kernel.run("var lost = 1;"))
+        cell = self.kernel.start("await new Promise((r) => setTimeout(r, 10));\nconsole.log('spinning');\n"
+                                 "while (true) {}")
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "spinning" in m["content"]["text"])
+        sent = time.monotonic()
+        self.kernel.interrupt_by_message()
+        self.kernel.finish(cell, timeout=20)
+        self.assertLess(time.monotonic() - sent, 10)
+        self.assertEqual(cell.reply["ename"], "Interrupted")
+        self.assertIn("restarted", cell.reply["evalue"])
+        self.assertEqual(self.result(self.kernel.run("typeof lost")), "'undefined'")
 
 
 class TypeScriptKernelTest(WorkspaceKernelTestCase):

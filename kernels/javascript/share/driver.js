@@ -185,6 +185,14 @@ Object.defineProperty(globalThis, '__sandgate', {
 });
 globalThis.display = display;
 globalThis.require = workspaceRequire;
+// What CommonJS code pasted into a cell expects to find.
+globalThis.module = { exports: {} };
+globalThis.exports = globalThis.module.exports;
+Object.defineProperty(globalThis, '__dirname', { get: () => process.cwd(), configurable: true });
+Object.defineProperty(globalThis, '__filename', {
+  get: () => path.join(process.cwd(), '[sandgate cell]'),
+  configurable: true,
+});
 
 // --- cells -----------------------------------------------------------------------------
 class Interrupted extends Error {
