@@ -11,6 +11,7 @@ build_packages=(
   libboost1.81-dev libseccomp-dev libsqlite3-dev
   xeus-dev xeus-python-dev pybind11-dev python3-dev
   python3-numpy python3-matplotlib python3-matplotlib-inline python3-pandas python3-xeus-python-shell
+  nodejs node-typescript
   bash coreutils procps util-linux iproute2
 )
 # What the tests need besides.

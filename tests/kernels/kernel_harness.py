@@ -51,7 +51,7 @@ class Cell:
 class KernelSession:
     """One running kernel plus a blocking client."""
 
-    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None, env=None, argv_prefix=None):
+    def __init__(self, kernel_name, extra_arguments=None, ipc_prefix=None, env=None, argv_prefix=None, cwd=None):
         with warnings.catch_warnings():  # traitlets dislikes the _<name>_changed override
             warnings.simplefilter("ignore", DeprecationWarning)
             transport = {"transport": "ipc", "ip": ipc_prefix} if ipc_prefix else {}
@@ -61,6 +61,8 @@ class KernelSession:
             spec = self.manager.kernel_spec
             spec.argv = list(argv_prefix) + spec.argv
         kwargs = {"env": dict(os.environ, **env)} if env else {}
+        if cwd:  # the kernel's working directory (default: the test's)
+            kwargs["cwd"] = cwd
         self.manager.start_kernel(extra_arguments=extra_arguments or [], **kwargs)
         self.client = self.manager.client()
         self.client.start_channels()

@@ -53,6 +53,8 @@ kernel_options parse_command_line(int argc, const char* const* argv) {
     } else if (take_value(arg, "-f", i, argc, argv, value) ||
                take_value(arg, "--connection-file", i, argc, argv, value)) {
       options.connection_file = value;
+    } else if (take_value(arg, "--language", i, argc, argv, value)) {
+      options.language = value;
     } else if (take_value(arg, "--preload", i, argc, argv, value)) {
       for (auto& module : split_list(value)) {
         options.preload_modules.push_back(std::move(module));
@@ -69,9 +71,11 @@ kernel_options parse_command_line(int argc, const char* const* argv) {
 
 std::string usage(const std::string& program) {
   return "usage: " + program +
-         " -f <connection_file> [--preload mod1,mod2]\n"
+         " -f <connection_file> [--preload mod1,mod2] [--language name]\n"
          "  -f, --connection-file  Jupyter connection file (tcp or ipc transport)\n"
          "  --preload              modules to import before the kernel reports ready\n"
+         "  --language             the language of a kernel that has several (sandgate-javascript:\n"
+         "                         javascript or typescript)\n"
          "  --version              print the version and exit\n";
 }
 

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <thread>
 
-#include "output_batcher.hpp"
+#include "sandgate_kernels/output_batcher.hpp"
 
 extern char** environ;
 
@@ -213,7 +213,7 @@ command_result bash_process::run(std::string_view command_line, const output_han
   script += "printf '%s %d\\n' " + token_ + " \"$?\" >&" + std::to_string(status_fd_in_bash) + "\n";
 
   running_ = true;
-  output_batcher batcher(on_output);
+  kernels::output_batcher batcher(on_output);
   std::array<char, read_chunk_bytes> buffer;
   try {
     write_all(script);

@@ -7,11 +7,14 @@
 #include <string>
 #include <string_view>
 
-#include "unique_fd.hpp"
+#include "sandgate_kernels/output_batcher.hpp"
+#include "sandgate_kernels/unique_fd.hpp"
 
 namespace sandgate::shell_kernel {
 
-enum class output_stream { stdout_stream, stderr_stream };
+using kernels::make_pipe;
+using kernels::output_stream;
+using kernels::unique_fd;
 
 struct command_result {
   int exit_status = 0;        // $? after the command line (130 after an interrupt)
@@ -28,7 +31,7 @@ struct command_result {
 // Not thread-safe, except interrupt().
 class bash_process {
  public:
-  using output_handler = std::function<void(output_stream, std::string_view bytes)>;
+  using output_handler = kernels::output_handler;
 
   // Spawns bash (path from $SANDGATE_SHELL_BASH or /bin/bash) and runs its
   // set-up; throws std::system_error / std::runtime_error on failure.

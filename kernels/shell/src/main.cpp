@@ -5,13 +5,11 @@
 // Interrupts: SIGINT to the kernel process, or interrupt_request on the
 // control channel, sends SIGINT to the running command's process group.
 
-#include <pthread.h>
 #include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include <xeus/xkernel.hpp>
 #include <xeus/xkernel_configuration.hpp>
@@ -20,40 +18,12 @@
 #include "sandgate_kernels/command_line.hpp"
 #include "sandgate_kernels/interrupting_server.hpp"
 #include "sandgate_kernels/iopub_journal.hpp"
+#include "sandgate_kernels/sigint_forwarder.hpp"
 #include "sandgate_kernels/sigint_mask.hpp"
 #include "sandgate_kernels/standard_fds.hpp"
 #include "shell_interpreter.hpp"
 
 namespace {
-
-// SIGINT stays blocked in every thread; this one takes it with sigwait and
-// forwards it to the interpreter. SIGUSR2 (blocked too) tells it to stop.
-class sigint_forwarder {
- public:
-  explicit sigint_forwarder(sandgate::shell_kernel::shell_interpreter& interpreter)
-      : thread_([&interpreter] {
-          sigset_t set;
-          sigemptyset(&set);
-          sigaddset(&set, SIGINT);
-          sigaddset(&set, SIGUSR2);
-          for (;;) {
-            int signal = 0;
-            if (sigwait(&set, &signal) != 0 || signal == SIGUSR2) {
-              return;
-            }
-            interpreter.interrupt();
-          }
-        }) {}
-  ~sigint_forwarder() {
-    pthread_kill(thread_.native_handle(), SIGUSR2);
-    thread_.join();
-  }
-  sigint_forwarder(const sigint_forwarder&) = delete;
-  sigint_forwarder& operator=(const sigint_forwarder&) = delete;
-
- private:
-  std::thread thread_;
-};
 
 int run(const sandgate::kernels::kernel_options& options) {
   const xeus::xconfiguration config = xeus::load_configuration(options.connection_file);
@@ -66,7 +36,7 @@ int run(const sandgate::kernels::kernel_options& options) {
 
   xeus::xkernel kernel(config, xeus::get_user_name(), xeus::make_context<zmq::context_t>(),
                        std::move(interpreter), sandgate::kernels::make_interrupting_server);
-  const sigint_forwarder forwarder(shell);
+  const sandgate::kernels::sigint_forwarder forwarder([&shell] { shell.interrupt(); });
   kernel.start();  // serves until shutdown_request
   return EXIT_SUCCESS;
 }
@@ -77,10 +47,7 @@ int main(int argc, char* argv[]) {
   sandgate::kernels::ensure_standard_fds();
   // Before any thread exists, so that every thread inherits the mask.
   sandgate::kernels::block_sigint();
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGUSR2);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  sandgate::kernels::block_stop_signal();
   // A dead bash must be an error on write, not the end of the kernel.
   std::signal(SIGPIPE, SIG_IGN);
   try {

@@ -9,11 +9,13 @@
 #include <xeus/xhelper.hpp>
 
 #include "completion.hpp"
+#include "sandgate_kernels/utf8_chunker.hpp"
 #include "syntax_check.hpp"
-#include "utf8_chunker.hpp"
 
 namespace sandgate::shell_kernel {
 namespace {
+
+using kernels::utf8_chunker;
 
 constexpr std::size_t max_completion_matches = 1000;
 

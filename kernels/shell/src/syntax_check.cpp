@@ -6,12 +6,16 @@
 #include <cerrno>
 #include <csignal>
 
-#include "unique_fd.hpp"
+#include "sandgate_kernels/unique_fd.hpp"
 
 extern char** environ;
 
 namespace sandgate::shell_kernel {
 namespace {
+
+using kernels::make_pipe;
+using kernels::pipe_pair;
+using kernels::unique_fd;
 
 bool ends_with_continuation(std::string_view code) {
   while (!code.empty() && (code.back() == '\n' || code.back() == '\r')) {

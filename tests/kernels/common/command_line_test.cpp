@@ -27,6 +27,13 @@ TEST(command_line, equals_forms_and_repeats) {
   EXPECT_EQ(options.preload_modules, expected);
 }
 
+TEST(command_line, language) {
+  EXPECT_EQ(parse({"-f", "k.json"}).language, "");
+  EXPECT_EQ(parse({"-f", "k.json", "--language", "typescript"}).language, "typescript");
+  EXPECT_EQ(parse({"--language=javascript", "-f", "k.json"}).language, "javascript");
+  EXPECT_THROW(parse({"-f", "k.json", "--language"}), std::invalid_argument);
+}
+
 TEST(command_line, help_and_version_need_no_connection_file) {
   EXPECT_TRUE(parse({"--help"}).show_help);
   EXPECT_TRUE(parse({"--version"}).show_version);

@@ -1,4 +1,4 @@
-#include "output_batcher.hpp"
+#include "sandgate_kernels/output_batcher.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,12 +7,12 @@
 #include <utility>
 #include <vector>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 namespace {
 
 using chunks = std::vector<std::pair<output_stream, std::string>>;
 
-bash_process::output_handler recorder(chunks& out) {
+output_handler recorder(chunks& out) {
   return
       [&out](output_stream stream, std::string_view bytes) { out.emplace_back(stream, std::string(bytes)); };
 }
@@ -66,4 +66,4 @@ TEST(output_batcher, flush_due_waits_for_the_interval) {
 }
 
 }  // namespace
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 
 // Jupyter messages are JSON, so stream text must be valid UTF-8. feed()
 // returns the longest valid prefix of what it has seen, holding back an
@@ -19,4 +19,4 @@ class utf8_chunker {
   std::string pending_;  // an incomplete sequence from the previous feed
 };
 
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

@@ -7,7 +7,7 @@
 #include <system_error>
 #include <utility>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 
 class unique_fd {
  public:
@@ -54,4 +54,4 @@ inline pipe_pair make_pipe() {
   return {unique_fd(fds[0]), unique_fd(fds[1])};
 }
 
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

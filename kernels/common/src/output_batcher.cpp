@@ -1,8 +1,8 @@
-#include "output_batcher.hpp"
+#include "sandgate_kernels/output_batcher.hpp"
 
 #include <algorithm>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 
 void output_batcher::add(output_stream stream, std::string_view bytes) {
   if (!pending_.empty() && stream != stream_) {
@@ -46,4 +46,4 @@ void output_batcher::flush() {
   handler_(stream_, chunk);
 }
 
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

@@ -1,9 +1,9 @@
-#include "utf8_chunker.hpp"
+#include "sandgate_kernels/utf8_chunker.hpp"
 
 #include <cstddef>
 #include <cstdint>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 namespace {
 
 constexpr std::string_view replacement = "\xEF\xBF\xBD";
@@ -91,4 +91,4 @@ std::string utf8_chunker::finish() {
   return out;
 }
 
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

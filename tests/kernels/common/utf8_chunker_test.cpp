@@ -1,8 +1,8 @@
-#include "utf8_chunker.hpp"
+#include "sandgate_kernels/utf8_chunker.hpp"
 
 #include <gtest/gtest.h>
 
-namespace sandgate::shell_kernel {
+namespace sandgate::kernels {
 namespace {
 
 const std::string replacement = "\xEF\xBF\xBD";
@@ -67,4 +67,4 @@ TEST(utf8_chunker, finish_replaces_a_dangling_prefix) {
 }
 
 }  // namespace
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels

@@ -1,4 +1,4 @@
-// Groups a command's output into stream messages of reasonable size.
+// Groups a kernel's child's output into stream messages of reasonable size.
 #pragma once
 
 #include <chrono>
@@ -6,9 +6,12 @@
 #include <string>
 #include <string_view>
 
-#include "bash_process.hpp"
+namespace sandgate::kernels {
 
-namespace sandgate::shell_kernel {
+enum class output_stream { stdout_stream, stderr_stream };
+
+// Receives output: which stream, and bytes (not necessarily whole UTF-8).
+using output_handler = std::function<void(output_stream, std::string_view bytes)>;
 
 // Output reaches the handler at most flush_interval after it was read, or as
 // soon as max_chunk_bytes have accumulated, in the order it arrived across
@@ -19,7 +22,7 @@ class output_batcher {
   static constexpr std::size_t max_chunk_bytes = 64 * 1024;
   static constexpr std::chrono::milliseconds flush_interval{20};
 
-  explicit output_batcher(const bash_process::output_handler& handler) : handler_(handler) {}
+  explicit output_batcher(const output_handler& handler) : handler_(handler) {}
 
   void add(output_stream stream, std::string_view bytes);
   void flush_due();             // flushes if the oldest pending byte is due
@@ -29,10 +32,10 @@ class output_batcher {
  private:
   void flush();
 
-  const bash_process::output_handler& handler_;
+  const output_handler& handler_;
   output_stream stream_ = output_stream::stdout_stream;  // stream of pending_
   std::string pending_;
   std::chrono::steady_clock::time_point deadline_;
 };
 
-}  // namespace sandgate::shell_kernel
+}  // namespace sandgate::kernels
