@@ -78,6 +78,7 @@ const std::vector<std::string> all_options = {
     "policy",
     "unsandboxed-kernels",
     "node-id",
+    "host-id-lock-dir",
     "peers",
     "peers-file",
     "peer-timeout-ms",
