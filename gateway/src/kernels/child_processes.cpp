@@ -45,7 +45,8 @@ pid_t spawn_child(const spawn_spec& spec, std::string& error) {
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   // Nothing else of the gateway's: not its listening socket, not its clients'
   // connections (Asio opens them without O_CLOEXEC), not its state.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (spec.pass_fd >= 0) posix_spawn_file_actions_adddup2(&actions, spec.pass_fd, 3);  // clears CLOEXEC
+  posix_spawn_file_actions_addclosefrom_np(&actions, spec.pass_fd >= 0 ? 4 : 3);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

@@ -17,6 +17,7 @@ struct spawn_spec {
   std::map<std::string, std::string> env;  // the whole environment
   std::string cwd = "/";
   std::string log_path;  // stdout+stderr go here (appended); empty: /dev/null
+  int pass_fd = -1;      // given to the child as its descriptor 3 (e.g. a control socket); -1: none
 };
 
 // Starts the process; returns its pid, or -1 with `error` set.
