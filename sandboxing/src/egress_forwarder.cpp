@@ -17,7 +17,7 @@
 namespace sandgate::sandboxing::detail {
 namespace {
 
-constexpr std::size_t pipe_bytes = 64 * 1024;
+constexpr std::size_t pipe_bytes = 256 * 1024;  // F_SETPIPE_SZ; 64 KiB if refused
 constexpr std::uint32_t pair_events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 
 void write_refusal(int fd, const std::string& why) {
@@ -98,6 +98,8 @@ void egress_forwarder::accept_all() {
     if (::pipe2(down, O_NONBLOCK | O_CLOEXEC) != 0) continue;
     p->down.pipe_read.reset(down[0]);
     p->down.pipe_write.reset(down[1]);
+    for (int fd : {up[1], down[1]})
+      ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(pipe_bytes));
     p->client = std::move(client);
     p->proxy = std::move(proxy);
     p->up.from = p->down.to = p->client.get();

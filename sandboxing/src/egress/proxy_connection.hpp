@@ -29,7 +29,7 @@ inline constexpr std::size_t max_header_fields = 100;
 inline constexpr std::chrono::seconds header_timeout{10};
 inline constexpr std::chrono::seconds connect_timeout{10};
 inline constexpr std::chrono::seconds idle_timeout{300};
-inline constexpr std::size_t relay_buffer_bytes = 64 * 1024;
+inline constexpr std::size_t relay_buffer_bytes = 256 * 1024;
 
 class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
  public:
