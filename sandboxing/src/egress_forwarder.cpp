@@ -117,12 +117,14 @@ void egress_forwarder::accept_all() {
 }
 
 bool egress_forwarder::pump(pair& p) {
-  if (!pump(p.up) || !pump(p.down)) return false;
-  return !(p.up.shut && p.down.shut);
+  pump(p.up);
+  pump(p.down);
+  return !(p.up.done() && p.down.done());
 }
 
-bool egress_forwarder::pump(direction& d) {
+void egress_forwarder::pump(direction& d) {
   for (;;) {
+    if (d.dead) return;
     bool progress = false;
     if (!d.eof && d.in_pipe < pipe_bytes) {
       const ssize_t n = ::splice(d.from, nullptr, d.pipe_write.get(), nullptr, pipe_bytes - d.in_pipe,
@@ -136,7 +138,8 @@ bool egress_forwarder::pump(direction& d) {
       } else if (errno == EINTR) {
         continue;
       } else if (errno != EAGAIN) {
-        return false;
+        d.eof = true;  // a read error ends this way like an end of stream
+        progress = true;
       }
     }
     if (d.in_pipe > 0) {
@@ -146,14 +149,16 @@ bool egress_forwarder::pump(direction& d) {
         d.in_pipe -= static_cast<std::size_t>(m);
         progress = true;
       } else if (m < 0 && errno != EAGAIN && errno != EINTR) {
-        return false;
+        d.dead = true;  // the reader is gone: drop what is left
+        ::shutdown(d.from, SHUT_RD);
+        return;
       }
     }
     if (d.eof && d.in_pipe == 0 && !d.shut) {
       ::shutdown(d.to, SHUT_WR);
       d.shut = true;
     }
-    if (!progress) return true;
+    if (!progress) return;
   }
 }
 

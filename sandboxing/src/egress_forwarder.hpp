@@ -39,6 +39,8 @@ class egress_forwarder {
     std::size_t in_pipe = 0;
     bool eof = false;   // `from` ended
     bool shut = false;  // `to` was shut down for writing
+    bool dead = false;  // broken: nothing more moves this way
+    [[nodiscard]] bool done() const noexcept { return shut || dead; }
   };
   struct pair {
     unique_fd client;
@@ -49,9 +51,11 @@ class egress_forwarder {
   };
 
   void accept_all();
-  // Moves what it can both ways; false when the pair is finished or broken.
+  // Moves what it can both ways; false when both ways are finished or broken.
+  // A way that breaks (its reader gone) does not stop the other: a reply the
+  // proxy wrote before closing still reaches the client.
   bool pump(pair& p);
-  static bool pump(direction& d);
+  static void pump(direction& d);
 
   std::string proxy_socket_;
   unique_fd epoll_;

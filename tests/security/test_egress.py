@@ -247,6 +247,22 @@ class Egress(SandboxTestCase):
         code, body, _, _ = self.curl(sid, f"http://files.test:{P}/hello")  # new connections: refused
         self.assertEqual(code, 403)
 
+    # --- limits -----------------------------------------------------------------------------
+    def test_connection_and_rate_limits(self):
+        sid = self.make_sandbox(dict(NET_A, max_connections=2, bytes_per_second=1 << 20))
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        r = self.cmd(sid, f"curl -s -o /dev/null http://files.test:{P}/slow & curl -s -o /dev/null "
+                          f"http://files.test:{P}/slow & sleep 1.5; curl -sS -o /tmp/b -w '%{{http_code}}\n' "
+                          f"http://files.test:{P}/hello; cat /tmp/b; kill %1 %2")
+        code, _, body = r["stdout"].partition("\n")
+        self.assertEqual(code, "429", r)
+        self.assertIn("connections open, its most", body)
+        # 3 MiB at 1 MiB/s (a 0.1 s burst): about 3 s, not the loopback's milliseconds.
+        r = self.cmd(sid, f"sleep 0.5; curl -sS -o /tmp/c -w '%{{time_total}}' http://files.test:{P}/bytes/{3 << 20}; head -c 300 /tmp/c >&2")
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertGreater(float(r["stdout"]), 2.5, r)
+        self.assertLess(float(r["stdout"]), 8, r)
+
     # --- audit and metrics ------------------------------------------------------------------
     def test_audit_and_metrics(self):
         self.curl(self.a, f"http://files.test:{P}/audited")
