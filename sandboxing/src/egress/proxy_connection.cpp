@@ -90,10 +90,10 @@ void proxy_connection::on_header(const error_code& ec) {
     candidates_ = {*literal};
     return connect_next();
   }
-  server_.resolver().resolve(
-      target_.host, [self = shared_from_this()](std::string why, std::vector<sb::ip_address> found) {
-        self->on_resolved(std::move(why), std::move(found));
-      });
+  server_.resolver().resolve(target_.host,
+                             [self = shared_from_this()](std::string why, std::vector<sb::ip_address> found) {
+                               self->on_resolved(std::move(why), std::move(found));
+                             });
 }
 
 void proxy_connection::on_resolved(std::string error, std::vector<sb::ip_address> addresses) {
