@@ -15,8 +15,15 @@ import time
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     redirect_to = ""  # set by the test: where /redirect points
+    seen = []  # (Host, path) of every request, for tests that only check a request arrived
 
     def do_GET(self):
+        Handler.seen.append((self.headers.get("Host", ""), self.path))
+        if self.path.startswith("/missing/"):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.path == "/redirect":
             self.send_response(302)
             self.send_header("Location", self.redirect_to)

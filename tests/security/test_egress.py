@@ -112,6 +112,19 @@ class Egress(SandboxTestCase):
         self.assertEqual(r["exit_code"], 0, r)
         self.assertEqual(r["stdout"].strip(), f"hello from secure.test:{PS} /py")
 
+    def test_git_pip_and_npm_use_the_proxy_unchanged(self):
+        # Each asks the test server for something it does not have (a 404): what matters is that
+        # the request arrived, which only the proxy can carry (there is no route).
+        self.cmd(self.a, f"git ls-remote http://files.test:{P}/missing/repo.git", 60)
+        pip = self.cmd(self.a, f"/usr/bin/python3 -m pip download --no-deps -d /tmp/dl --cert /workspace/ca.pem "
+                         f"--index-url https://secure.test:{PS}/missing/simple/ sandgate-nothing", 60)
+        self.cmd(self.a, f"npm view sandgate-nothing --registry http://files.test:{P}/missing/npm/ "
+                         "--fetch-retries 0", 60)
+        paths = [path for host, path in egress_servers.Handler.seen if host.split(":")[0].endswith(".test")]
+        self.assertTrue(any(p.startswith("/missing/repo.git/info/refs") for p in paths), paths)
+        self.assertTrue(any(p.startswith("/missing/simple/sandgate-nothing") for p in paths), (paths, pip))
+        self.assertTrue(any(p.startswith("/missing/npm/sandgate-nothing") for p in paths), paths)
+
     def test_environment_names_the_proxy(self):
         r = self.cmd(self.a, "env | grep -i _proxy= | sort")
         env = dict(line.split("=", 1) for line in r["stdout"].split())
