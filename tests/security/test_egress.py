@@ -260,6 +260,22 @@ class Egress(SandboxTestCase):
         code, body, _, _ = self.curl(sid, f"http://files.test:{P}/hello")  # new connections: refused
         self.assertEqual(code, 403)
 
+    def test_patch_is_bounded_by_the_ceiling_and_the_start(self):
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network",
+                                       {"mode": "allow", "hosts": ["files.example.org"], "ports": [P]})
+        self.assertEqual(status, 403, body)
+        self.assertIn("files.example.org", json.loads(body)["message"])
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network", "open")
+        self.assertEqual(status, 403, body)
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network", {"mode": "allow", "ports": [0]})
+        self.assertEqual(status, 400, body)
+        sid = self.make_sandbox("none")
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
+        self.assertEqual(status, 409, body)
+        status, body = self.gw.request("GET", f"api/sandboxes/{self.b}")
+        self.assertEqual(json.loads(body)["network"]["hosts"], ["*.test"])  # unchanged by the refusals
+
     # --- limits -----------------------------------------------------------------------------
     def test_connection_and_rate_limits(self):
         sid = self.make_sandbox(dict(NET_A, max_connections=2, bytes_per_second=1 << 20))
