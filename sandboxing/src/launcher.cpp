@@ -55,8 +55,9 @@ void keep_oom_killer_off(pid_t inner) {
   if (fd) (void)!::write(fd.get(), "-1000", 5);
 }
 
-std::map<std::string, std::string> standalone_env(const policy& p) {
-  std::map<std::string, std::string> env = p.env.set;
+std::map<std::string, std::string> standalone_env(const policy& p,
+                                                  const std::map<std::string, std::string>& base) {
+  std::map<std::string, std::string> env = base;
   for (const auto& name : p.env.pass) {
     if (const char* value = std::getenv(name.c_str())) env[name] = value;
   }
@@ -194,11 +195,21 @@ void plan_supervisor(const launch_options& options, const id_plan& ids, supervis
   s.base_env = p.env.set;
   s.expires_at = static_cast<std::int64_t>(::time(nullptr)) + static_cast<std::int64_t>(p.ttl_s);
   s.max_execution_s = p.max_execution_s;
+  if (egress_on(p.network)) {
+    // Programs find the proxy without being told (curl, urllib, pip, git, npm);
+    // the policy's own env.set wins.
+    s.egress_port = egress_proxy_port;
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(egress_proxy_port);
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+      s.base_env.emplace(name, proxy);
+    for (const char* name : {"NO_PROXY", "no_proxy"})
+      s.base_env.emplace(name, "localhost,127.0.0.1");
+  }
   s.outer_pid = ::getpid();
   s.host_uid = ids.host_uid;
   s.host_gid = ids.host_gid;
   if (options.control_path.empty()) {
-    s.standalone = spawn_spec{options.command, standalone_env(p), "/workspace", "", true};
+    s.standalone = spawn_spec{options.command, standalone_env(p, s.base_env), "/workspace", "", true};
   }
 }
 

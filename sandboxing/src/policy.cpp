@@ -95,20 +95,17 @@ void parse_mounts(const json& j, std::vector<bind_mount>& mounts) {
 policy parse_policy(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, false);
   if (j.is_discarded()) throw policy_error("policy: not valid JSON");
-  refuse_unknown(
-      j, "", {"limits", "ttl_s", "max_execution_s", "network", "env", "hostname", "mounts", "uid", "gid"});
+  refuse_unknown(j, "",
+                 {"limits", "ttl_s", "max_execution_s", "network", "network_ceiling", "env", "hostname",
+                  "mounts", "uid", "gid"});
   policy p;
   if (auto it = j.find("limits"); it != j.end()) parse_limits(*it, p.limits);
   p.ttl_s = get_uint(j, "ttl_s", "ttl_s", p.ttl_s);
   p.max_execution_s = get_uint(j, "max_execution_s", "max_execution_s", p.max_execution_s);
-  const std::string network = get_string(j, "network", "network", "none");
-  if (network == "none") {
-    p.network = network_mode::none;
-  } else if (network == "loopback") {
-    p.network = network_mode::loopback;
-  } else {
-    fail("network", "must be \"none\" or \"loopback\", not \"" + network + "\"");
-  }
+  if (auto it = j.find("network"); it != j.end()) p.network = parse_network_policy(*it, "network");
+  p.network_ceiling = p.network;
+  if (auto it = j.find("network_ceiling"); it != j.end())
+    p.network_ceiling = parse_network_policy(*it, "network_ceiling");
   if (auto it = j.find("env"); it != j.end()) parse_env(*it, p.env);
   p.hostname = get_string(j, "hostname", "hostname", p.hostname);
   if (auto it = j.find("mounts"); it != j.end()) parse_mounts(*it, p.mounts);
@@ -130,10 +127,6 @@ policy load_policy(const std::string& path) {
   }
 }
 
-std::string_view to_string(network_mode mode) {
-  return mode == network_mode::loopback ? "loopback" : "none";
-}
-
 std::string to_json_text(const policy& p) {
   json mounts = json::array();
   for (const auto& m : p.mounts)
@@ -148,7 +141,8 @@ std::string to_json_text(const policy& p) {
                     {"file_size_bytes", p.limits.file_size_bytes}}},
                   {"ttl_s", p.ttl_s},
                   {"max_execution_s", p.max_execution_s},
-                  {"network", to_string(p.network)},
+                  {"network", to_json(p.network)},
+                  {"network_ceiling", to_json(p.network_ceiling)},
                   {"env", {{"set", p.env.set}, {"pass", p.env.pass}}},
                   {"hostname", p.hostname},
                   {"mounts", mounts},

@@ -94,6 +94,8 @@ void validate(const policy& p) {
       fail(where + ".target", p.mounts[i].target + " is built by the sandbox and cannot be replaced");
     }
   }
+  if (const auto why = exceeds(p.network, p.network_ceiling))
+    fail("network", "asks for more than network_ceiling: " + *why);
   if (p.uid == 0 || p.uid > 65533) fail("uid", "must be between 1 and 65533 (never root)");
   if (p.gid == 0 || p.gid > 65533) fail("gid", "must be between 1 and 65533 (never root)");
 }

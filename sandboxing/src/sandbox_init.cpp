@@ -150,7 +150,7 @@ void run_inner(init_plan& plan, int handshake_fd) {
        [&] {
          check_sys(::sethostname(p.hostname.c_str(), p.hostname.size()), "sethostname(" + p.hostname + ")");
        }},
-      {"network", [&] { setup_network(p.network); }},
+      {"network", [&] { setup_network(p.network.mode); }},
   };
   const step after_go[] = {
       {"identity", [&] { become_supervisor_identity(plan.ids); }},

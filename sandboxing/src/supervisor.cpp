@@ -65,6 +65,10 @@ int supervisor::run() {
   watch(ttl_timer_.get(), EPOLLIN);
   watch(child_timer_.get(), EPOLLIN);
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
+  if (config_.egress_port != 0) {
+    forwarder_ = std::make_unique<egress_forwarder>(config_.egress_port, config_.egress_socket);
+    watch(forwarder_->fd(), EPOLLIN);
+  }
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 
   keep_heap_small();
@@ -100,6 +104,8 @@ int supervisor::run() {
         on_child_timer();
       } else if (fd == config_.listen_fd) {
         on_accept();
+      } else if (forwarder_ && fd == forwarder_->fd()) {
+        forwarder_->on_ready();
       } else if (connection_ && fd == connection_->fd()) {
         on_connection(events[i].events);
       } else if (const auto it = child_fds_.find(fd); it != child_fds_.end()) {

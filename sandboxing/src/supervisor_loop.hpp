@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_cgroups.hpp"
+#include "egress_forwarder.hpp"
 #include "sandboxing/control_connection.hpp"
 #include "sandboxing/control_protocol.hpp"
 #include "sandboxing/supervisor.hpp"
@@ -93,6 +94,7 @@ class supervisor {
   unique_fd child_timer_;
   child_cgroups cgroups_;
   std::unique_ptr<control_connection> connection_;
+  std::unique_ptr<egress_forwarder> forwarder_;       // egress on: 127.0.0.1:3128 -> the proxy
   bool connection_wants_out_ = false;                 // EPOLLOUT registered for the connection
   std::map<std::string, supervised_child> children_;  // named children, until their exit is reported
   std::map<pid_t, std::string> names_;                // pids of named children still running

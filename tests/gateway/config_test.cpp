@@ -83,6 +83,7 @@ const std::vector<std::string> all_options = {
     "peers-file",
     "peer-timeout-ms",
     "agent-check-port",
+    "egress-hosts-file",
     "log-level",
     "audit-log",
     "http-header-limit-bytes",

@@ -17,6 +17,7 @@ except ImportError:
 # Every route gateway/src/api/routes.cpp dispatches (router::routes, the
 # health check in router::prepare and router::upgrade), as (method, path template). Keep in step with the router.
 ROUTES = {
+    ("patch", "/api/sandboxes/{sandbox_id}/network"),
     ("get", "/health"),
     ("get", "/api"),
     ("get", "/api/node"),

@@ -25,7 +25,7 @@ TEST(policy, empty_document_gives_secure_defaults) {
   EXPECT_DOUBLE_EQ(p.limits.cpu, 1.0);
   EXPECT_EQ(p.limits.pids, 256u);
   EXPECT_EQ(p.limits.workspace_bytes, 1ull << 30);
-  EXPECT_EQ(p.network, sb::network_mode::none);
+  EXPECT_EQ(p.network.mode, sb::network_mode::none);
   EXPECT_EQ(p.ttl_s, 86400u);
   EXPECT_EQ(p.max_execution_s, 600u);
   EXPECT_TRUE(p.env.set.empty());
@@ -39,7 +39,7 @@ TEST(policy, shipped_default_policy_parses) {
   const sb::policy p = sb::load_policy(SANDGATE_DEFAULT_POLICY);
   EXPECT_EQ(p.limits.memory_bytes, 2ull << 30);
   EXPECT_EQ(p.limits.pids, 256u);
-  EXPECT_EQ(p.network, sb::network_mode::none);
+  EXPECT_EQ(p.network.mode, sb::network_mode::none);
   EXPECT_EQ(p.ttl_s, 24u * 3600);
   EXPECT_EQ(p.max_execution_s, 600u);
 }
@@ -55,7 +55,7 @@ TEST(policy, parses_every_field) {
   EXPECT_EQ(p.limits.memory_bytes, 536870912u);
   EXPECT_DOUBLE_EQ(p.limits.cpu, 0.5);
   EXPECT_EQ(p.limits.open_files, 256u);
-  EXPECT_EQ(p.network, sb::network_mode::loopback);
+  EXPECT_EQ(p.network.mode, sb::network_mode::loopback);
   EXPECT_EQ(p.env.set.at("LANG"), "C.UTF-8");
   ASSERT_EQ(p.env.pass.size(), 1u);
   ASSERT_EQ(p.mounts.size(), 1u);
@@ -68,7 +68,7 @@ TEST(policy, round_trips_through_json) {
   const sb::policy p = sb::parse_policy(R"({"limits": {"cpu": 2.5}, "network": "loopback", "ttl_s": 99})");
   const sb::policy q = sb::parse_policy(sb::to_json_text(p));
   EXPECT_DOUBLE_EQ(q.limits.cpu, 2.5);
-  EXPECT_EQ(q.network, sb::network_mode::loopback);
+  EXPECT_EQ(q.network.mode, sb::network_mode::loopback);
   EXPECT_EQ(q.ttl_s, 99u);
 }
 
@@ -97,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
         bad_policy{R"({"limits": {"open_files": 4}})", "limits.open_files"},
         bad_policy{R"({"ttl_s": 0})", "ttl_s: must be at least 1"},
         bad_policy{R"({"ttl_s": -5})", "ttl_s: must be a non-negative integer"},
-        bad_policy{R"({"network": "host"})", "network: must be \"none\" or \"loopback\""},
+        bad_policy{R"({"network": "host"})",
+                   "network: must be \"none\", \"loopback\", \"allow\" or \"open\""},
         bad_policy{R"({"env": {"set": {"A": 1}}})", "env.set.A: must be a string"},
         bad_policy{R"({"env": {"set": {"1A": "x"}}})", "env.set.1A"},
         bad_policy{R"({"env": {"pass": ["OK", "NOT OK"]}})", "env.pass"},

@@ -42,6 +42,8 @@ struct config {
   unsigned peer_timeout_ms = 500;      // a peer that has not answered a list by then is left out
   std::uint16_t agent_check_port = 0;  // HAProxy agent-check (free capacity) on --ip; 0: none
   std::string log_level = "info";
+  // The egress proxy resolves names from this hosts file only (tests); empty: getaddrinfo.
+  std::filesystem::path egress_hosts_file;
   std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log
   // SIGTERM/SIGINT end sandboxed kernels too; by default they keep running
   // and the next gateway on this state dir re-attaches them.

@@ -292,6 +292,20 @@ void router::get_metrics(context& ctx) {
   counter("sandgate_culls_total", "Sandboxes ended by idle culling.",
           culled == m.sandboxes_ended.end() ? 0 : culled->second);
   counter("sandgate_oom_kills_total", "Processes killed by a sandbox's memory limit.", m.oom_kills);
+  out +=
+      "# HELP sandgate_egress_connections_total Connections through the egress proxy, by verdict.\n"
+      "# TYPE sandgate_egress_connections_total counter\n";
+  for (const char* verdict : {"allowed", "refused", "closed"}) {
+    const auto it = m.egress_connections.find(verdict);
+    out += std::string("sandgate_egress_connections_total{verdict=\"") + verdict + "\"} " +
+           std::to_string(it == m.egress_connections.end() ? 0 : it->second) + "\n";
+  }
+  counter("sandgate_egress_bytes_sent_total", "Bytes sandboxes sent out through the egress proxy.",
+          m.egress_bytes_up);
+  counter("sandgate_egress_bytes_received_total", "Bytes sandboxes received through the egress proxy.",
+          m.egress_bytes_down);
+  counter("sandgate_egress_proxy_restarts_total", "Times the egress proxy ended and was started again.",
+          m.egress_proxy_restarts);
   counter("sandgate_commands_total", "Commands run in sandboxes.", m.commands);
   counter("sandgate_command_timeouts_total", "Commands killed at their timeout.", m.command_timeouts);
   counter("sandgate_auth_failures_total", "Requests refused for a missing or wrong token.", m.auth_failures);

@@ -168,6 +168,7 @@ class router {
   void list_sandboxes(context& ctx);
   void get_sandbox(context& ctx, const std::string& id);
   void patch_sandbox(context& ctx, const std::string& id);
+  void patch_sandbox_network(context& ctx, const std::string& id);
   void delete_sandbox(context& ctx, const std::string& id);
   void post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s);
   // GET, HEAD, PUT (a streamed upload that got here: malformed) and DELETE of /api/sandboxes/{id}/files/...

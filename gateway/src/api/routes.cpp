@@ -80,6 +80,8 @@ const std::vector<router::route>& router::routes() {
        [](r& self, context& c, args a) { self.get_sandbox(c, a[0]); }},
       {verb::patch, "api/sandboxes/{}", resource::sandbox,
        [](r& self, context& c, args a) { self.patch_sandbox(c, a[0]); }},
+      {verb::patch, "api/sandboxes/{}/network", resource::sandbox,
+       [](r& self, context& c, args a) { self.patch_sandbox_network(c, a[0]); }},
       {verb::delete_, "api/sandboxes/{}", resource::sandbox,
        [](r& self, context& c, args a) { self.delete_sandbox(c, a[0]); }},
       {verb::post, "api/sandboxes/{}/kernels", resource::sandbox,

@@ -43,7 +43,7 @@ json router::sandbox_model(const sandbox_entry& s) const {
             {"cpu", s.limits.cpu},
             {"pids", s.limits.pids},
             {"workspace_bytes", s.limits.workspace_bytes}}},
-          {"network", s.network},
+          {"network", sandboxing::to_json(s.network)},
           {"kernels", kernels}};
 }
 
@@ -83,7 +83,7 @@ void router::post_sandbox(context& ctx) {
              {"cpu", s->limits.cpu},
              {"pids", s->limits.pids},
              {"workspace_bytes", s->limits.workspace_bytes}}},
-           {"network", s->network},
+           {"network", sandboxing::to_json(s->network)},
            {"metadata", s->metadata}});
     auto res = self->json(http::status::created, sandbox_model(*s));
     res.set(http::field::location, cfg_.base_url + "api/sandboxes/" + s->id);
@@ -127,6 +127,20 @@ void router::patch_sandbox(context& ctx, const std::string& id) {
         audit(*self, "sandbox.update", {{"sandbox_id", s->id}, {"expires_at", unix_iso8601(s->expires_at)}});
         self->reply(self->json(http::status::ok, sandbox_model(*s)));
       });
+}
+
+void router::patch_sandbox_network(context& ctx, const std::string& id) {
+  auto s = own_sandbox(ctx, id);
+  if (!s) return;
+  // The body is the network value itself, or {"network": value}.
+  json body = json::parse(ctx.req.body(), nullptr, false);
+  if (body.is_discarded() || (!body.is_object() && !body.is_string()))
+    return ctx.reply(ctx.error(http::status::bad_request, "The body must be a network mode or object"));
+  if (body.is_object() && body.size() == 1 && body.contains("network")) body = json(body["network"]);
+  s->touch();
+  if (auto err = kernels_.sandboxes().set_network(s, body)) return ctx.reply(ctx.error(*err));
+  audit(ctx, "sandbox.network", {{"sandbox_id", s->id}, {"network", sandboxing::to_json(s->network)}});
+  ctx.reply(ctx.json(http::status::ok, sandbox_model(*s)));
 }
 
 void router::delete_sandbox(context& ctx, const std::string& id) {

@@ -224,9 +224,14 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     if (auto e = refuse_new_sandbox()) return done(nullptr, *e);
     if (auto e = over_quota(who, true, sandboxes_.default_limits().memory_bytes, true))
       return done(nullptr, *e);
-    if (claim_pooled_kernel(name, env, who, done)) return;
+    // KERNEL_NETWORK (the env filter lets KERNEL_* through) asks for a network
+    // of the operator's ceiling; a pooled kernel has the default one.
+    sandbox_settings settings;
+    if (auto it = env.find("KERNEL_NETWORK"); it != env.end())
+      settings.network = sandbox_manager::network_text_value(it->second);
+    if (!settings.network && claim_pooled_kernel(name, env, who, done)) return;
     domain_error err;
-    box = sandboxes_.create({}, owner, true, unsandboxed(name), err);
+    box = sandboxes_.create(settings, owner, true, unsandboxed(name), err);
     if (!box) return done(nullptr, err);
   }
   kernel_options opts = options_for(new_id(cfg_.node_id), owner, spec, *box);

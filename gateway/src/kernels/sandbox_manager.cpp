@@ -97,7 +97,8 @@ json to_record(const sandbox_entry& s) {
             {"cpu", s.limits.cpu},
             {"pids", s.limits.pids},
             {"workspace_bytes", s.limits.workspace_bytes}}},
-          {"network", s.network},
+          {"network", sandboxing::to_json(s.network)},
+          {"egress_forwarder", s.egress_forwarder},
           {"env", s.env},
           {"program_dirs", s.program_dirs},
           {"slot", s.slot},
@@ -123,7 +124,8 @@ std::shared_ptr<sandbox_entry> from_record(const registry_row& row) {
   const auto& l = r.at("limits");
   s->limits = {l.at("memory_bytes").get<std::uint64_t>(), l.at("cpu").get<double>(),
                l.at("pids").get<std::uint64_t>(), l.at("workspace_bytes").get<std::uint64_t>()};
-  s->network = r.at("network").get<std::string>();
+  s->network = sandboxing::parse_network_policy(r.at("network"), "network");
+  s->egress_forwarder = r.value("egress_forwarder", sandboxing::egress_on(s->network));
   s->env = r.at("env").get<std::map<std::string, std::string>>();
   s->program_dirs = r.at("program_dirs").get<std::map<std::string, std::string>>();
   s->slot = r.at("slot").get<unsigned>();
@@ -179,11 +181,11 @@ std::optional<sandbox_settings> sandbox_settings::from_json(const json& body, st
   }
   if (body.contains("network") && !body["network"].is_null()) {
     const auto& n = body["network"];
-    if (!n.is_string() || (n != "none" && n != "loopback")) {
-      error = "\"network\" must be \"none\" or \"loopback\"";
+    if (!n.is_string() && !n.is_object()) {
+      error = "\"network\" must be a mode (\"none\", \"loopback\", \"allow\", \"open\") or an object";
       return std::nullopt;
     }
-    s.network = n.get<std::string>();
+    s.network = n;  // checked against the operator's ceiling at create
   }
   return s;
 }
@@ -215,6 +217,7 @@ sandbox_manager::sandbox_manager(boost::asio::io_context& io, const config& cfg,
   default_policy_ = json::parse(in, nullptr, false);
   if (!default_policy_.is_object()) default_policy_ = json::object();  // the supervisor reports the error
   max_ttl_s_ = default_policy_.value("ttl_s", std::uint64_t{86400});
+  load_network_defaults();
   sweep();
 }
 
@@ -269,7 +272,9 @@ std::vector<std::shared_ptr<sandbox_entry>> sandbox_manager::restore() {
     watch_end(s);
     box->attach(s->root_pid);
     when_ready(s, [this, s](const std::string& error) {
-      if (error.empty()) persist(*s);  // the supervisor's deadline may have moved
+      if (!error.empty()) return;
+      persist(*s);  // the supervisor's deadline may have moved
+      start_egress(*s);
     });
     log::info("sandbox_reattaching", {{"sandbox_id", s->id}, {"owner", s->owner}});
     restored.push_back(s);
@@ -379,8 +384,14 @@ fs::path sandbox_manager::write_policy(const std::string& id, const sandbox_sett
   policy["ttl_s"] = ttl;
   entry.expires_at = unix_now() + static_cast<std::int64_t>(ttl);
   entry.max_execution_s = policy.value("max_execution_s", std::uint64_t{0});
-  if (settings.network) policy["network"] = *settings.network;
-  entry.network = policy.value("network", std::string("none"));
+  entry.network = network_default_;
+  if (settings.network) {
+    auto wanted = network_from(*settings.network, err);
+    if (!wanted) return {};
+    entry.network = *wanted;
+  }
+  policy["network"] = sandboxing::to_json(entry.network);
+  entry.egress_forwarder = sandboxing::egress_on(entry.network);
   if (!settings.env.empty()) {
     auto& set = policy["env"]["set"];
     if (!set.is_object()) set = json::object();
@@ -471,7 +482,10 @@ std::shared_ptr<sandbox_entry> sandbox_manager::create(const sandbox_settings& s
   persist(*s);
   if (!unsandboxed)
     when_ready(s, [this, s](const std::string& error) {
-      if (error.empty() && sandboxes_.count(s->id)) persist(*s);  // with the supervisor's pid
+      if (error.empty() && sandboxes_.count(s->id)) {
+        persist(*s);  // with the supervisor's pid
+        start_egress(*s);
+      }
     });
   ++gateway_metrics().sandboxes_created;
   log::info("sandbox_created",
@@ -606,6 +620,7 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
     remember_gone(k, reason);
     registry_.end(registry::kind::kernel, k, reason);
   }
+  stop_egress(id);
   s->box->destroy();
   std::error_code ec;
   fs::remove_all(cfg_.state_dir / "run" / id, ec);

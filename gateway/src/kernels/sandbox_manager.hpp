@@ -8,8 +8,11 @@
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
 #include "domain_error.hpp"
+#include "egress_proxy.hpp"
 #include "host_id_slots.hpp"
 #include "sandbox.hpp"
+
+#include <sandboxing/network_policy.hpp>
 
 #include <gateway/config.hpp>
 #include <gateway/kernelspec.hpp>
@@ -56,7 +59,7 @@ struct sandbox_settings {
   std::optional<double> cpu;
   std::optional<std::uint64_t> pids;
   std::optional<std::uint64_t> workspace_bytes;
-  std::optional<std::string> network;
+  std::optional<nlohmann::json> network;  // as sent; parsed (and checked) at create
   std::map<std::string, std::string> env;
 
   // From a POST /api/sandboxes body; nullopt with `error` set when invalid.
@@ -74,7 +77,8 @@ struct sandbox_entry {
   std::uint64_t max_execution_s = 0;
   std::map<std::string, std::string> metadata;
   sandbox_limits limits;
-  std::string network;
+  sandboxing::network_policy network;      // in force (PATCH changes it)
+  bool egress_forwarder = false;           // started with egress: its supervisor forwards to the proxy
   std::map<std::string, std::string> env;  // for every kernel and command inside
   // Kernel program directories outside the system dirs (a build tree, maybe
   // under /tmp), bound read-only elsewhere inside: host path -> inside path.
@@ -152,6 +156,20 @@ class sandbox_manager {
   // The default policy's limits (also the most a creator may ask for).
   [[nodiscard]] sandbox_limits default_limits() const;
 
+  // sandbox_network.cpp
+  // A network value from a creator (a JSON mode or object, or KERNEL_NETWORK's
+  // text), checked against the operator's ceiling: invalid is fault::invalid,
+  // above the ceiling fault::forbidden naming the host, cidr or port.
+  [[nodiscard]] std::optional<sandboxing::network_policy> network_from(const nlohmann::json& value,
+                                                                       domain_error& err) const;
+  [[nodiscard]] static nlohmann::json network_text_value(const std::string& text);
+  // PATCH .../network: the new policy for new connections at once; open ones
+  // it no longer allows are closed. nullopt, or the error.
+  std::optional<domain_error> set_network(const std::shared_ptr<sandbox_entry>& s,
+                                          const nlohmann::json& value);
+  // The egress proxy's reports: audit lines and metrics.
+  void on_egress_connection(const nlohmann::json& event);
+
  private:
   std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
                                      sandbox_entry& entry, domain_error& err);
@@ -161,6 +179,10 @@ class sandbox_manager {
   void remove_orphans(const std::set<std::string>& known);
   void sweep();
   void end(const std::string& id, const std::string& reason);
+  // sandbox_network.cpp: tells the proxy (started on first use) the sandbox's policy, or forgets it.
+  void start_egress(const sandbox_entry& s);
+  void stop_egress(const std::string& id);
+  void load_network_defaults();
   // The creator's idle timeout, within the operator's; false with `err` set.
   bool set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings, domain_error& err) const;
 
@@ -172,6 +194,9 @@ class sandbox_manager {
   std::filesystem::path policy_file_;
   nlohmann::json default_policy_;
   std::uint64_t max_ttl_s_ = 0;
+  sandboxing::network_policy network_default_;  // the operator's policy's network
+  sandboxing::network_policy network_ceiling_;  // and the most a creator may ask for
+  std::unique_ptr<egress_proxy> egress_;
   std::map<std::string, std::shared_ptr<sandbox_entry>> sandboxes_;
   host_id_slots slots_;
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> gone_;

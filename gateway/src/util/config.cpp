@@ -101,6 +101,10 @@ const std::vector<option>& options() {
        "answer HAProxy's agent-check on this port: 'ready N%' (free kernel capacity) or 'drain' when full or "
        "draining (default none)",
        SG_NUM(agent_check_port)},
+      {"egress-hosts-file", "FILE",
+       "the egress proxy resolves names only from this hosts file (for tests; default: the system's "
+       "resolver)",
+       SG_STR(egress_hosts_file)},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
       {"audit-log", "FILE",
        "audit log, JSON lines appended to FILE (mode 0600; SIGHUP reopens it) (default "

@@ -46,6 +46,10 @@ struct metrics {
   std::uint64_t auth_failures = 0;
   std::uint64_t commands = 0;
   std::uint64_t command_timeouts = 0;
+  std::map<std::string, std::uint64_t> egress_connections;  // by verdict: allowed, refused, closed
+  std::uint64_t egress_bytes_up = 0;                        // sandboxes -> the outside
+  std::uint64_t egress_bytes_down = 0;
+  std::uint64_t egress_proxy_restarts = 0;
 };
 
 // The gateway's one set of metrics.

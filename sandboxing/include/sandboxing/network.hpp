@@ -1,8 +1,9 @@
-// The sandbox's network namespace: always its own; "loopback" brings lo up,
-// "none" leaves even lo down.
+// The sandbox's network namespace: always its own, never with a route out;
+// "loopback", "allow" and "open" bring lo up (egress reaches the proxy
+// through the supervisor's forwarder on 127.0.0.1), "none" leaves even lo down.
 #pragma once
 
-#include "sandboxing/policy.hpp"
+#include "sandboxing/network_policy.hpp"
 
 namespace sandgate::sandboxing {
 

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sandboxing/network_policy.hpp"
+#include "sandboxing/policy_error.hpp"
 
 namespace sandgate::sandboxing {
 
@@ -21,8 +23,6 @@ struct limits {
   std::uint32_t open_files = 1024;             // RLIMIT_NOFILE
   std::uint64_t file_size_bytes = 1ull << 30;  // RLIMIT_FSIZE
 };
-
-enum class network_mode { none, loopback };
 
 struct bind_mount {
   std::string source;  // host path
@@ -39,19 +39,14 @@ struct policy {
   struct limits limits;
   std::uint64_t ttl_s = 24ull * 3600;   // wall-clock lifetime of the sandbox
   std::uint64_t max_execution_s = 600;  // one execution's limit, enforced by the gateway
-  network_mode network = network_mode::none;
+  network_policy network;               // what the sandbox gets
+  // The most a creator may ask for (the gateway enforces it); absent: `network`.
+  network_policy network_ceiling;
   struct environment env;
   std::string hostname = "sandbox";
   std::vector<bind_mount> mounts;
   std::uint32_t uid = 1000;  // inside the sandbox
   std::uint32_t gid = 1000;
-};
-
-// A policy that is not valid JSON or breaks a rule; what() names the field,
-// e.g. "policy: limits.memory_bytes: must be at least 16777216".
-class policy_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 // Parses and validates a policy document; throws policy_error.
@@ -62,7 +57,5 @@ policy load_policy(const std::string& path);
 void validate(const policy& p);
 // The policy as JSON text (all fields, defaults included).
 std::string to_json_text(const policy& p);
-
-std::string_view to_string(network_mode mode);
 
 }  // namespace sandgate::sandboxing

@@ -31,8 +31,12 @@ struct supervisor_config {
   int oom_counter_fd = -1;   // memory.events / memory.oom_control, or -1
   int child_cgroup_fd = -1;  // the sandbox's cgroup (v2) / pids cgroup (v1), for per-child cgroups; or -1
   cgroup_version child_cgroup_version = cgroup_version::none;
-  int outer_fd = -1;                     // SOCK_SEQPACKET to the outer process: new TTL deadlines go there
-  int listen_fd = -1;                    // control mode: the listening socket
+  int outer_fd = -1;   // SOCK_SEQPACKET to the outer process: new TTL deadlines go there
+  int listen_fd = -1;  // control mode: the listening socket
+  // Egress on: the forwarder listens on 127.0.0.1:egress_port and relays to
+  // egress_socket (the proxy's socket in the run dir); 0: no forwarder.
+  std::uint16_t egress_port = 0;
+  std::string egress_socket = "/run/sandgate/egress.sock";
   std::optional<spawn_spec> standalone;  // standalone mode: the one command
 };
 

@@ -1,0 +1,118 @@
+// A sandbox's network: the creator's choice checked against the operator's
+// ceiling, changes while it runs, and the egress proxy that enforces it.
+#include "sandbox_manager.hpp"
+
+#include "../util/metrics.hpp"
+
+#include <gateway/log.hpp>
+
+#include <algorithm>
+
+#include <sandboxing/policy_error.hpp>
+
+namespace sandgate::gateway {
+namespace sb = sandgate::sandboxing;
+using json = nlohmann::json;
+
+void sandbox_manager::load_network_defaults() {
+  try {
+    if (default_policy_.contains("network"))
+      network_default_ = sb::parse_network_policy(default_policy_["network"], "network");
+    network_ceiling_ = default_policy_.contains("network_ceiling")
+                           ? sb::parse_network_policy(default_policy_["network_ceiling"], "network_ceiling")
+                           : network_default_;
+  } catch (const sb::policy_error& e) {
+    // sandgate-sandbox refuses the policy with the same message at every start.
+    log::error("policy_network_invalid", {{"policy", policy_file_.string()}, {"error", e.what()}});
+  }
+}
+
+json sandbox_manager::network_text_value(const std::string& text) {
+  // KERNEL_NETWORK: a JSON object or string, or a bare mode ("allow", "none").
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded() || !(value.is_string() || value.is_object())) return text;
+  return value;
+}
+
+std::optional<sb::network_policy> sandbox_manager::network_from(const json& value, domain_error& err) const {
+  sb::network_policy wanted;
+  try {
+    wanted = sb::parse_network_policy(value, "network");
+    // Limits a creator leaves out are the ceiling's, when it has lower ones.
+    const bool given_connections = value.is_object() && value.contains("max_connections");
+    const bool given_rate = value.is_object() && value.contains("bytes_per_second");
+    if (!given_connections)
+      wanted.max_connections = std::min(wanted.max_connections, network_ceiling_.max_connections);
+    if (!given_rate)
+      wanted.bytes_per_second = std::min(wanted.bytes_per_second, network_ceiling_.bytes_per_second);
+  } catch (const sb::policy_error& e) {
+    err = {fault::invalid, std::string(e.what()).substr(std::string_view("policy: ").size())};
+    return std::nullopt;
+  }
+  if (const auto why = sb::exceeds(wanted, network_ceiling_)) {
+    err = {fault::forbidden, "network: " + *why, "network_refused"};
+    return std::nullopt;
+  }
+  return wanted;
+}
+
+std::optional<domain_error> sandbox_manager::set_network(const std::shared_ptr<sandbox_entry>& s,
+                                                         const json& value) {
+  domain_error err;
+  auto wanted = network_from(value, err);
+  if (!wanted) return err;
+  if (s->unsandboxed) return domain_error{fault::conflict, "A host sandbox has no network policy"};
+  // The forwarder inside (and lo) exist only if the sandbox started with egress.
+  if (!s->egress_forwarder && wanted->mode != s->network.mode)
+    return domain_error{
+        fault::conflict,
+        "The sandbox started without egress (network \"" + std::string(sb::to_string(s->network.mode)) +
+            "\"): its mode cannot change; egress can only be narrowed or closed while it runs"};
+  s->network = *wanted;
+  persist(*s);
+  start_egress(*s);
+  return std::nullopt;
+}
+
+void sandbox_manager::start_egress(const sandbox_entry& s) {
+  // A sandbox that started with egress keeps its forwarder: narrowed to
+  // "none" later, the proxy still answers it (and refuses) rather than nothing.
+  if (s.unsandboxed || !s.box || !s.egress_forwarder) return;
+  if (!egress_) {
+    egress_ = std::make_unique<egress_proxy>(io_, exe_dir_ / "sandgate-egress", cfg_.egress_hosts_file,
+                                             cfg_.state_dir / "logs" / "egress.log");
+    egress_->on_connection([this](const json& event) { on_egress_connection(event); });
+  }
+  egress_->set(s.id, s.owner, s.box->run_dir_host() / "egress.sock", sb::to_json(s.network));
+}
+
+void sandbox_manager::stop_egress(const std::string& id) {
+  if (egress_) egress_->remove(id);
+}
+
+void sandbox_manager::on_egress_connection(const json& event) {
+  auto& m = gateway_metrics();
+  const std::string verdict = event.value("verdict", "refused");
+  ++m.egress_connections[verdict];
+  m.egress_bytes_up += event.value("bytes_up", std::uint64_t{0});
+  m.egress_bytes_down += event.value("bytes_down", std::uint64_t{0});
+  if (!audit_) return;
+  // The proxy knows the sandbox by the socket a connection came in on; the
+  // principal is the gateway's record of it, not what the proxy echoes.
+  const auto s = find(event.value("sandbox_id", ""));
+  const std::optional<std::string> principal =
+      s ? std::optional<std::string>(s->owner) : std::optional<std::string>(std::nullopt);
+  audit_->record("egress." + verdict, principal,
+                 {{"sandbox_id", event.value("sandbox_id", "")},
+                  {"method", event.value("method", "")},
+                  {"host", event.value("host", "")},
+                  {"port", event.value("port", 0)},
+                  {"address", event.value("address", "")},
+                  {"bytes_sent", event.value("bytes_up", std::uint64_t{0})},
+                  {"bytes_received", event.value("bytes_down", std::uint64_t{0})},
+                  {"duration_ms", event.value("duration_ms", std::int64_t{0})},
+                  {"verdict", verdict},
+                  {"reason", event.value("reason", "")}});
+}
+
+}  // namespace sandgate::gateway

@@ -1,0 +1,66 @@
+// The proxy's sandboxes: for each, its network policy, its principal, its
+// rate limiter and the unix socket it listens on (in that sandbox's run dir,
+// so the socket a connection came in on names the sandbox and nothing the
+// sandbox sends can change that), and its open connections.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "name_resolver.hpp"
+#include "rate_limiter.hpp"
+#include "sandboxing/network_policy.hpp"
+
+namespace sandgate::egress {
+
+class proxy_connection;
+
+struct sandbox_egress {
+  std::string id;
+  std::string principal;
+  sandboxing::network_policy policy;
+  rate_limiter limiter{1};
+  std::filesystem::path socket_path;
+  std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor;
+  std::map<proxy_connection*, std::weak_ptr<proxy_connection>> connections;
+  bool removed = false;
+};
+
+class egress_server {
+ public:
+  using event_sink = std::function<void(nlohmann::json event)>;
+
+  egress_server(boost::asio::io_context& io, name_resolver& resolver, event_sink sink);
+
+  // Creates or updates a sandbox: listens on `socket` (replacing whatever is
+  // at that path) and applies `policy` to new connections at once, closing
+  // open ones it no longer allows. Returns an error text, or "".
+  std::string set(const std::string& id, const std::string& principal, const std::filesystem::path& socket,
+                  const sandboxing::network_policy& policy);
+  // Stops listening for the sandbox, closes its connections, removes its socket.
+  void remove(const std::string& id);
+  void remove_all();
+
+  [[nodiscard]] name_resolver& resolver() noexcept { return resolver_; }
+  [[nodiscard]] const std::vector<sandboxing::ip_address>& host_own() const noexcept { return host_own_; }
+  void report(nlohmann::json event) { sink_(std::move(event)); }
+
+ private:
+  void do_accept(const std::shared_ptr<sandbox_egress>& box);
+
+  boost::asio::io_context& io_;
+  name_resolver& resolver_;
+  event_sink sink_;
+  std::vector<sandboxing::ip_address> host_own_;
+  std::map<std::string, std::shared_ptr<sandbox_egress>> boxes_;
+};
+
+}  // namespace sandgate::egress

@@ -1,0 +1,85 @@
+#include "name_resolver.hpp"
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "sandboxing/network_policy.hpp"
+
+namespace sandgate::egress {
+namespace sb = sandgate::sandboxing;
+
+name_resolver::name_resolver(boost::asio::io_context& io, const std::filesystem::path& hosts_file)
+    : resolver_(io) {
+  if (hosts_file.empty()) return;
+  use_hosts_file_ = true;
+  std::ifstream in(hosts_file);
+  if (!in) throw std::runtime_error("cannot read hosts file " + hosts_file.string());
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string address, name;
+    if (!(words >> address)) continue;
+    const auto a = sb::parse_ip(address);
+    if (!a) throw std::runtime_error(hosts_file.string() + ": not an address: " + address);
+    while (words >> name)
+      hosts_[sb::normalize_host(name)].push_back(*a);
+  }
+}
+
+void name_resolver::resolve(const std::string& host, handler done) {
+  if (use_hosts_file_) {
+    auto it = hosts_.find(host);
+    if (it == hosts_.end()) return done("cannot resolve " + host + ": not in the hosts file", {});
+    return done("", it->second);
+  }
+  resolver_.async_resolve(
+      host, "0", boost::asio::ip::resolver_base::numeric_service,
+      [host, done = std::move(done)](const boost::system::error_code& ec,
+                                     const boost::asio::ip::tcp::resolver::results_type& results) {
+        if (ec) return done("cannot resolve " + host + ": " + ec.message(), {});
+        std::vector<sb::ip_address> out;
+        for (const auto& entry : results) {
+          const auto address = entry.endpoint().address();
+          sb::ip_address a;
+          if (address.is_v4()) {
+            a.v4 = true;
+            const auto bytes = address.to_v4().to_bytes();
+            std::copy(bytes.begin(), bytes.end(), a.bytes.begin());
+          } else {
+            const auto bytes = address.to_v6().to_bytes();
+            std::copy(bytes.begin(), bytes.end(), a.bytes.begin());
+          }
+          if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+        }
+        if (out.empty()) return done("cannot resolve " + host + ": no addresses", {});
+        done("", std::move(out));
+      });
+}
+
+std::vector<sb::ip_address> host_addresses() {
+  std::vector<sb::ip_address> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    sb::ip_address a;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      a.v4 = true;
+      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, 4);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
+    } else {
+      continue;
+    }
+    out.push_back(a);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+}  // namespace sandgate::egress

@@ -1,0 +1,295 @@
+#include "proxy_connection.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "sandboxing/egress_rules.hpp"
+
+namespace sandgate::egress {
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace sb = sandgate::sandboxing;
+using boost::system::error_code;
+
+namespace {
+
+asio::ip::tcp::endpoint endpoint_of(const sb::ip_address& a, std::uint16_t port) {
+  if (a.v4) return {asio::ip::address_v4({a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]}), port};
+  return {asio::ip::address_v6(a.bytes), port};
+}
+
+const char* status_text(unsigned status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 502:
+      return "Bad Gateway";
+    default:
+      return "Error";
+  }
+}
+
+}  // namespace
+
+proxy_connection::proxy_connection(asio::local::stream_protocol::socket client,
+                                   std::shared_ptr<sandbox_egress> box, egress_server& server)
+    : client_(std::move(client)),
+      upstream_(client_.get_executor()),
+      box_(std::move(box)),
+      server_(server),
+      timer_(client_.get_executor()),
+      up_wait_(client_.get_executor()),
+      down_wait_(client_.get_executor()),
+      buffer_(max_header_bytes + relay_buffer_bytes) {}
+
+proxy_connection::~proxy_connection() = default;
+
+void proxy_connection::start() {
+  if (box_->connections.size() > box_->policy.max_connections)
+    return refuse(429, "the sandbox already has " + std::to_string(box_->policy.max_connections) +
+                           " connections open, its most");
+  parser_.emplace();
+  parser_->header_limit(max_header_bytes);
+  timer_.expires_after(header_timeout);
+  timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (!ec && !self->relaying_ && !self->done_) self->finish("refused", "no request head within 10 s");
+  });
+  http::async_read_header(
+      client_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_header(ec); });
+}
+
+void proxy_connection::on_header(const error_code& ec) {
+  if (done_) return;
+  if (ec == http::error::header_limit) return refuse(431, "the request head is larger than 16 KiB");
+  if (ec == http::error::end_of_stream || ec == asio::error::eof) {
+    done_ = true;  // closed without asking for anything: nothing to report
+    box_->connections.erase(this);
+    return;
+  }
+  if (ec) return refuse(400, "malformed request: " + ec.message());
+  const auto& req = parser_->get();
+  if (std::distance(req.begin(), req.end()) > static_cast<std::ptrdiff_t>(max_header_fields))
+    return refuse(431, "the request has more than 100 header fields");
+  std::string error;
+  auto target = target_of(req, error);
+  if (!target) return refuse(400, error);
+  target_ = *target;
+  method_ = std::string(req.method_string());
+  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
+  if (!decision.allowed) return refuse(403, decision.reason);
+  if (const auto literal = sb::parse_ip(target_.host)) {
+    literal_ = true;
+    candidates_ = {*literal};
+    return connect_next();
+  }
+  server_.resolver().resolve(target_.host,
+                             [self = shared_from_this()](std::string why, std::vector<sb::ip_address> found) {
+                               self->on_resolved(std::move(why), std::move(found));
+                             });
+}
+
+void proxy_connection::on_resolved(std::string error, std::vector<sb::ip_address> addresses) {
+  if (done_) return;
+  if (!error.empty()) return refuse(502, error);
+  // The policy may have changed while the name was being resolved.
+  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
+  if (!decision.allowed) return refuse(403, decision.reason);
+  for (const auto& a : addresses) {
+    const auto d = sb::check_address(box_->policy, a, false, server_.host_own());
+    if (d.allowed) {
+      candidates_.push_back(a);
+    } else if (first_refusal_.empty()) {
+      first_refusal_ = d.reason;
+    }
+  }
+  if (candidates_.empty())
+    return refuse(403, target_.host + " resolves only to refused addresses: " + first_refusal_);
+  connect_next();
+}
+
+void proxy_connection::connect_next() {
+  if (done_) return;
+  if (next_candidate_ >= candidates_.size())
+    return refuse(502, "cannot connect to " + target_.host + ":" + std::to_string(target_.port) +
+                           (first_refusal_.empty() ? "" : " (" + first_refusal_ + ")"));
+  const auto a = candidates_[next_candidate_];
+  timer_.expires_after(connect_timeout);
+  timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (!ec && !self->relaying_) self->upstream_.close();
+  });
+  // The address connected to is the one just checked: no second lookup.
+  upstream_.async_connect(endpoint_of(a, target_.port), [self = shared_from_this(), a](const error_code& ec) {
+    if (self->done_) return;
+    if (ec) {
+      if (self->first_refusal_.empty()) self->first_refusal_ = sb::to_string(a) + ": " + ec.message();
+      error_code ignored;
+      self->upstream_.close(ignored);
+      ++self->next_candidate_;
+      return self->connect_next();
+    }
+    self->address_ = a;
+    self->on_connected();
+  });
+}
+
+void proxy_connection::on_connected() {
+  timer_.cancel();
+  error_code ignored;
+  upstream_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  relaying_ = true;
+  recheck();  // a policy change during the connect
+  if (done_) return;
+  const auto data = buffer_.data();
+  const std::string early(static_cast<const char*>(data.data()), data.size());  // sent after the head
+  buffer_.consume(buffer_.size());
+  auto self = shared_from_this();
+  auto begin_relay = [self](const error_code& ec, std::size_t) {
+    if (ec) return self->finish("allowed", "");
+    self->relay_up();
+    self->relay_down();
+    self->arm_idle();
+  };
+  if (target_.tunnel) {
+    pending_ = "HTTP/1.1 200 Connection established\r\n\r\n";
+    asio::async_write(client_, asio::buffer(pending_),
+                      [self, early, begin_relay](const error_code& ec, std::size_t) {
+                        if (ec || early.empty()) return begin_relay(ec, 0);
+                        self->pending_ = early;
+                        self->bytes_up_ += early.size();
+                        asio::async_write(self->upstream_, asio::buffer(self->pending_), begin_relay);
+                      });
+  } else {
+    pending_ = upstream_head(parser_->get(), target_) + early;
+    bytes_up_ += pending_.size();
+    asio::async_write(upstream_, asio::buffer(pending_), begin_relay);
+  }
+}
+
+void proxy_connection::relay_up() {
+  client_.async_read_some(asio::buffer(up_buf_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                            if (self->done_) return;
+                            if (ec) {
+                              if (ec != asio::error::eof) return self->finish("allowed", "");
+                              error_code ignored;
+                              self->upstream_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+                              if (--self->halves_open_ == 0) self->finish("allowed", "");
+                              return;
+                            }
+                            self->bytes_up_ += n;
+                            self->last_activity_ = std::chrono::steady_clock::now();
+                            asio::async_write(self->upstream_, asio::buffer(self->up_buf_.data(), n),
+                                              [self](const error_code& wec, std::size_t m) {
+                                                if (self->done_) return;
+                                                if (wec) return self->finish("allowed", "");
+                                                const auto wait = self->box_->limiter.take(m);
+                                                if (wait == wait.zero()) return self->relay_up();
+                                                self->up_wait_.expires_after(wait);
+                                                self->up_wait_.async_wait([self](const error_code& tec) {
+                                                  if (!tec && !self->done_) self->relay_up();
+                                                });
+                                              });
+                          });
+}
+
+void proxy_connection::relay_down() {
+  upstream_.async_read_some(
+      asio::buffer(down_buf_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
+        if (self->done_) return;
+        if (ec) {
+          if (ec != asio::error::eof) return self->finish("allowed", "");
+          error_code ignored;
+          self->client_.shutdown(asio::local::stream_protocol::socket::shutdown_send, ignored);
+          if (--self->halves_open_ == 0) self->finish("allowed", "");
+          return;
+        }
+        self->bytes_down_ += n;
+        self->last_activity_ = std::chrono::steady_clock::now();
+        asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
+                          [self](const error_code& wec, std::size_t m) {
+                            if (self->done_) return;
+                            if (wec) return self->finish("allowed", "");
+                            const auto wait = self->box_->limiter.take(m);
+                            if (wait == wait.zero()) return self->relay_down();
+                            self->down_wait_.expires_after(wait);
+                            self->down_wait_.async_wait([self](const error_code& tec) {
+                              if (!tec && !self->done_) self->relay_down();
+                            });
+                          });
+      });
+}
+
+void proxy_connection::arm_idle() {
+  timer_.expires_after(std::chrono::seconds(30));
+  timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (ec || self->done_) return;
+    if (std::chrono::steady_clock::now() - self->last_activity_ > idle_timeout)
+      return self->close("idle for 300 s");
+    self->arm_idle();
+  });
+}
+
+void proxy_connection::recheck() {
+  if (done_ || !address_) return;
+  auto d = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
+  if (d.allowed) d = sb::check_address(box_->policy, *address_, literal_, server_.host_own());
+  if (!d.allowed) close("the sandbox's network policy changed: " + d.reason);
+}
+
+void proxy_connection::close(const std::string& reason) {
+  finish("closed", reason);
+}
+
+void proxy_connection::refuse(unsigned status, const std::string& reason) {
+  if (done_) return;
+  const std::string where =
+      target_.host.empty() ? std::string("request") : target_.host + ":" + std::to_string(target_.port);
+  const std::string body = "sandgate-egress: refused " + where + ": " + reason + "\n";
+  pending_ = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+             "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\nConnection: close\r\nX-Sandgate-Egress: refused\r\n\r\n" + body;
+  relaying_ = true;  // the header deadline no longer applies
+  asio::async_write(client_, asio::buffer(pending_),
+                    [self = shared_from_this(), status, reason](const error_code&, std::size_t) {
+                      error_code ignored;
+                      self->client_.shutdown(asio::local::stream_protocol::socket::shutdown_send, ignored);
+                      self->finish("refused", reason);
+                      (void)status;
+                    });
+}
+
+void proxy_connection::finish(const std::string& verdict, const std::string& reason) {
+  if (done_) return;
+  done_ = true;
+  error_code ignored;
+  timer_.cancel();
+  up_wait_.cancel();
+  down_wait_.cancel();
+  upstream_.close(ignored);
+  client_.close(ignored);
+  box_->connections.erase(this);
+  server_.report({{"event", "connection"},
+                  {"sandbox_id", box_->id},
+                  {"principal", box_->principal},
+                  {"method", method_},
+                  {"host", target_.host},
+                  {"port", target_.port},
+                  {"address", address_ ? sb::to_string(*address_) : std::string()},
+                  {"bytes_up", bytes_up_},
+                  {"bytes_down", bytes_down_},
+                  {"verdict", verdict},
+                  {"reason", reason},
+                  {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - started_)
+                                      .count()}});
+}
+
+}  // namespace sandgate::egress

@@ -1,0 +1,85 @@
+// One connection from a sandbox: reads the request head (bounded: 16 KiB,
+// 100 fields, 10 s), decides with the sandbox's policy, resolves the name
+// itself and checks every address, connects to the address it checked, then
+// relays bytes both ways (the sandbox's rate limit applies) until either side
+// ends. Refusals are an HTTP 403 whose body names the host and the reason.
+// Each connection is reported once, when it ends, to the server's sink.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "egress_server.hpp"
+#include "proxy_request.hpp"
+
+namespace sandgate::egress {
+
+inline constexpr std::size_t max_header_bytes = 16 * 1024;
+inline constexpr std::size_t max_header_fields = 100;
+inline constexpr std::chrono::seconds header_timeout{10};
+inline constexpr std::chrono::seconds connect_timeout{10};
+inline constexpr std::chrono::seconds idle_timeout{300};
+inline constexpr std::size_t relay_buffer_bytes = 256 * 1024;
+
+class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
+ public:
+  proxy_connection(boost::asio::local::stream_protocol::socket client, std::shared_ptr<sandbox_egress> box,
+                   egress_server& server);
+  ~proxy_connection();
+
+  void start();
+  // After a policy change: closes the connection if its target is no longer allowed.
+  void recheck();
+  // Ends the connection now, reported as closed for `reason`.
+  void close(const std::string& reason);
+
+ private:
+  void on_header(const boost::system::error_code& ec);
+  void on_resolved(std::string error, std::vector<sandboxing::ip_address> addresses);
+  void connect_next();
+  void on_connected();
+  void refuse(unsigned status, const std::string& reason);
+  void finish(const std::string& verdict, const std::string& reason);
+  void relay_up();
+  void relay_down();
+  void arm_idle();
+
+  boost::asio::local::stream_protocol::socket client_;
+  boost::asio::ip::tcp::socket upstream_;
+  std::shared_ptr<sandbox_egress> box_;
+  egress_server& server_;
+  boost::asio::steady_timer timer_;      // header, connect, then idle deadline
+  boost::asio::steady_timer up_wait_;    // rate limit, sandbox -> host
+  boost::asio::steady_timer down_wait_;  // rate limit, host -> sandbox
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> parser_;
+  proxy_target target_;
+  std::string method_;
+  std::vector<sandboxing::ip_address> candidates_;
+  std::size_t next_candidate_ = 0;
+  std::optional<sandboxing::ip_address> address_;  // what it connected to
+  bool literal_ = false;
+  std::string first_refusal_;
+  std::string pending_;  // the response or upstream head being written
+  std::array<char, relay_buffer_bytes> up_buf_{};
+  std::array<char, relay_buffer_bytes> down_buf_{};
+  std::uint64_t bytes_up_ = 0;
+  std::uint64_t bytes_down_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_activity_ = started_;
+  bool relaying_ = false;
+  bool done_ = false;
+  int halves_open_ = 2;
+};
+
+}  // namespace sandgate::egress

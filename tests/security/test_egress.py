@@ -1,0 +1,344 @@
+"""Egress: a sandbox whose network policy allows hosts reaches them through
+sandgate-egress (outside the sandbox) and nothing else. Every server is on
+127.0.0.1 of the host, which the test's ceiling names explicitly
+(cidrs ["127.0.0.1/32"]); names come from a hosts file the proxy alone reads
+(--egress-hosts-file). No other address is ever contacted: refused targets
+are refused before any connect, and a program ignoring the proxy has no route."""
+
+import copy
+import http.client
+import json
+import os
+import signal
+import socket
+import tempfile
+import threading
+import time
+import unittest
+
+import egress_servers
+from security_fixture import TEST_POLICY, Kernel, SandboxTestCase, host_processes, wait_until
+
+WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
+HOSTS_FILE = os.path.join(WORK, "hosts")
+with open(HOSTS_FILE, "w") as f:
+    f.write("127.0.0.1 files.test evil.test secure.test\n127.0.0.2 rebind.test\n")
+
+HTTP = egress_servers.serve()
+HTTPS, CA_FILE = egress_servers.tls_server(WORK, ["secure.test"])
+P, PS = HTTP.server_address[1], HTTPS.server_address[1]
+egress_servers.Handler.redirect_to = f"http://evil.test:{P}/hello"
+
+CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS],
+           "max_connections": 16, "bytes_per_second": 1 << 30}
+# A: the test servers by name. B: the same names but no cidrs, so loopback is refused.
+NET_A = {"mode": "allow", "hosts": ["files.test", "secure.test", "rebind.test"], "cidrs": ["127.0.0.1/32"],
+         "ports": [P, PS]}
+NET_B = {"mode": "allow", "hosts": ["*.test"], "ports": [P, PS]}
+FORCE_PROXY = "--noproxy '' -x http://127.0.0.1:3128"
+
+
+def egress_policy():
+    p = copy.deepcopy(TEST_POLICY)
+    p["network_ceiling"] = CEILING
+    return p
+
+
+class Egress(SandboxTestCase):
+    gateway_args = ("--egress-hosts-file", HOSTS_FILE)
+    policy = egress_policy()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.a = cls.make_sandbox(NET_A)
+        cls.b = cls.make_sandbox(NET_B)
+        with open(CA_FILE, "rb") as f:
+            cls.put_file(cls.a, "ca.pem", f.read())
+
+    @classmethod
+    def make_sandbox(cls, network):
+        status, body = cls.gw.request("POST", "api/sandboxes", {"network": network})
+        if status != 201:
+            raise AssertionError(f"POST /api/sandboxes: {status} {body[:400]!r}")
+        return json.loads(body)["id"]
+
+    @classmethod
+    def put_file(cls, sid, path, data):
+        conn = http.client.HTTPConnection(cls.gw.host, cls.gw.port, timeout=30)
+        conn.request("PUT", f"{cls.gw.base_path}api/sandboxes/{sid}/files/{path}", body=data,
+                     headers={"Authorization": f"token {cls.gw.token}"})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        assert r.status in (200, 201, 204), r.status
+
+    def cmd(self, sid, cmd, timeout_s=30, env=None):
+        status, body = self.gw.request("POST", f"api/sandboxes/{sid}/commands",
+                                       {"cmd": cmd, "timeout_s": timeout_s, "env": env or {}},
+                                       timeout=timeout_s + 30)
+        self.assertEqual(status, 200, body[:400])
+        return json.loads(body)
+
+    def curl(self, sid, url, extra=""):
+        """(http code, body) of a curl through the proxy; code 0 when curl got no response."""
+        r = self.cmd(sid, f"curl -sS -m 10 {extra} -o /tmp/body -w '%{{http_code}}' '{url}'; echo \" $?\";"
+                          " cat /tmp/body 2>/dev/null")
+        first, _, body = r["stdout"].partition("\n")
+        code, rc = first.split()
+        return int(code), body, int(rc), r["stderr"]
+
+    def audit_lines(self, event):
+        with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
+            return [json.loads(line) for line in f if f'"event":"{event}"' in line]
+
+    # --- allowed ----------------------------------------------------------------------------
+    def test_allowed_host_with_curl_and_urllib(self):
+        code, body, rc, err = self.curl(self.a, f"http://files.test:{P}/hello")
+        self.assertEqual((code, rc), (200, 0), err)
+        self.assertEqual(body, f"hello from files.test:{P} /hello")
+        r = self.cmd(self.a, f"python3 -c 'import urllib.request; print(urllib.request.urlopen("
+                             f"\"http://files.test:{P}/py\", timeout=10).read().decode())'")
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertEqual(r["stdout"].strip(), f"hello from files.test:{P} /py")
+
+    def test_https_through_connect(self):
+        code, body, rc, err = self.curl(self.a, f"https://secure.test:{PS}/tls", "--cacert /workspace/ca.pem")
+        self.assertEqual((code, rc), (200, 0), err)
+        self.assertEqual(body, f"hello from secure.test:{PS} /tls")
+        r = self.cmd(self.a, f"python3 -c 'import urllib.request; print(urllib.request.urlopen("
+                             f"\"https://secure.test:{PS}/py\", timeout=10).read().decode())'",
+                     env={"SSL_CERT_FILE": "/workspace/ca.pem"})
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertEqual(r["stdout"].strip(), f"hello from secure.test:{PS} /py")
+
+    def test_git_pip_and_npm_use_the_proxy_unchanged(self):
+        # Each asks the test server for something it does not have (a 404): what matters is that
+        # the request arrived, which only the proxy can carry (there is no route).
+        self.cmd(self.a, f"git ls-remote http://files.test:{P}/missing/repo.git", 60)
+        pip = self.cmd(self.a, f"/usr/bin/python3 -m pip download --no-deps -d /tmp/dl --cert /workspace/ca.pem "
+                         f"--index-url https://secure.test:{PS}/missing/simple/ sandgate-nothing", 60)
+        self.cmd(self.a, f"npm view sandgate-nothing --registry http://files.test:{P}/missing/npm/ "
+                         "--fetch-retries 0", 60)
+        paths = [path for host, path in egress_servers.Handler.seen if host.split(":")[0].endswith(".test")]
+        self.assertTrue(any(p.startswith("/missing/repo.git/info/refs") for p in paths), paths)
+        self.assertTrue(any(p.startswith("/missing/simple/sandgate-nothing") for p in paths), (paths, pip))
+        self.assertTrue(any(p.startswith("/missing/npm/sandgate-nothing") for p in paths), paths)
+
+    def test_environment_names_the_proxy(self):
+        r = self.cmd(self.a, "env | grep -i _proxy= | sort")
+        env = dict(line.split("=", 1) for line in r["stdout"].split())
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            self.assertEqual(env.get(name), "http://127.0.0.1:3128", r)
+        self.assertEqual(env.get("NO_PROXY"), "localhost,127.0.0.1")
+        self.assertEqual(env.get("no_proxy"), "localhost,127.0.0.1")
+
+    def test_model_shows_the_policy(self):
+        status, body = self.gw.request("GET", f"api/sandboxes/{self.a}")
+        self.assertEqual(status, 200)
+        net = json.loads(body)["network"]
+        self.assertEqual(net["mode"], "allow")
+        self.assertEqual(net["hosts"], NET_A["hosts"])
+        self.assertEqual(net["cidrs"], ["127.0.0.1/32"])
+        self.assertEqual(net["ports"], sorted([P, PS]))
+
+    # --- refused ----------------------------------------------------------------------------
+    def test_host_outside_the_list_gets_403_naming_it(self):
+        code, body, _, _ = self.curl(self.a, f"http://evil.test:{P}/hello")
+        self.assertEqual(code, 403)
+        self.assertIn("evil.test", body)
+        self.assertIn("not in the sandbox's allowed hosts", body)
+
+    def test_literals_and_special_addresses_refused(self):
+        for sid, url, why in [
+                # Not in B's cidrs (and a documentation range): refused before any connect.
+                (self.b, f"http://198.51.100.7:{P}/", "198.51.100.7 is a documentation address"),
+                (self.b, f"http://127.0.0.1:{P}/", "loopback"),
+                (self.b, f"http://localhost:{P}/", "not in the sandbox's allowed hosts"),
+                (self.b, f"http://127.0.0.2:{P}/", "loopback"),
+                (self.b, f"http://169.254.169.254:{P}/", "link-local"),
+                (self.b, f"http://[::1]:{P}/", "loopback"),
+                (self.b, f"http://[::ffff:127.0.0.1]:{P}/", "loopback"),
+                (self.a, f"http://127.0.0.2:{P}/", "loopback"),
+                (self.a, f"http://[::ffff:127.0.0.2]:{P}/", "loopback"),
+                (self.a, f"http://0.0.0.0:{P}/", "unspecified")]:
+            code, body, _, err = self.curl(sid, url, FORCE_PROXY)
+            self.assertEqual(code, 403, f"{url}: {err}")
+            self.assertIn(why, body, url)
+
+    def test_names_that_resolve_to_loopback_refused(self):
+        code, body, _, _ = self.curl(self.a, f"http://rebind.test:{P}/")  # 127.0.0.2, not in A's cidrs
+        self.assertEqual(code, 403)
+        self.assertIn("rebind.test resolves only to refused addresses: 127.0.0.2 is a loopback address", body)
+        code, body, _, _ = self.curl(self.b, f"http://files.test:{P}/")  # B names no loopback range
+        self.assertEqual(code, 403)
+        self.assertIn("127.0.0.1 is a loopback address", body)
+
+    def test_redirect_to_a_refused_host_refused_at_the_second_hop(self):
+        code, body, _, _ = self.curl(self.a, f"http://files.test:{P}/redirect", "-L")
+        self.assertEqual(code, 403)
+        self.assertIn("evil.test", body)
+        r = self.cmd(self.a, f"python3 -c 'import urllib.request; urllib.request.urlopen("
+                             f"\"http://files.test:{P}/redirect\", timeout=10)'")
+        self.assertNotEqual(r["exit_code"], 0)
+        self.assertIn("HTTP Error 403", r["stderr"])
+
+    def test_connect_to_a_refused_port_refused(self):
+        code, body, rc, err = self.curl(self.a, "https://files.test:9/", FORCE_PROXY)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("403", err)
+
+    def test_a_program_ignoring_the_proxy_is_refused_at_once(self):
+        r = self.cmd(self.a, "python3 -c '\nimport socket, time\nt = time.monotonic()\ntry:\n"
+                             "    socket.create_connection((\"198.51.100.7\", 80), timeout=20)\n"
+                             "except OSError as e:\n    print(e.errno, round(time.monotonic() - t, 2))'")
+        errno_, seconds = r["stdout"].split()
+        self.assertEqual(int(errno_), 101, r)  # ENETUNREACH: no route, nothing sent
+        self.assertLess(float(seconds), 1.0)
+
+    def test_another_sandbox_cannot_use_the_socket(self):
+        socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
+        self.assertTrue(os.path.exists(socket_a))
+        r = self.cmd(self.b, f"python3 -c '\nimport os, socket\nprint(os.path.exists(\"{socket_a}\"))\n"
+                             f"s = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(\"{socket_a}\")\n"
+                             "    print(\"connected\")\nexcept OSError as e:\n    print(e.errno)'")
+        self.assertEqual(r["stdout"].split(), ["False", "2"], r)  # ENOENT: not in its mount namespace
+        # Its own socket serves its own policy: B does not get A's loopback cidr.
+        r = self.cmd(self.b, "python3 -c '\nimport socket\ns = socket.socket(socket.AF_UNIX)\n"
+                             "s.connect(\"/run/sandgate/egress.sock\")\n"
+                             f"s.sendall(b\"GET http://files.test:{P}/ HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n\")\n"
+                             "print(s.recv(4096).decode().splitlines()[0])'")
+        self.assertEqual(r["stdout"].strip(), "HTTP/1.1 403 Forbidden", r)
+
+    # --- the ceiling and KERNEL_NETWORK -----------------------------------------------------
+    def test_create_above_the_ceiling_is_403_naming_the_host(self):
+        status, body = self.gw.request("POST", "api/sandboxes",
+                                       {"network": {"mode": "allow", "hosts": ["files.example.org"]}})
+        self.assertEqual(status, 403, body)
+        self.assertIn("files.example.org", json.loads(body)["message"])
+        status, body = self.gw.request("POST", "api/sandboxes", {"network": "open"})
+        self.assertEqual(status, 403, body)
+        status, body = self.gw.request("POST", "api/sandboxes", {"network": {"mode": "allow", "hosts": ["a b"]}})
+        self.assertEqual(status, 400, body)
+        self.assertIn("network.hosts[0]", json.loads(body)["message"])
+
+    def test_kernel_network_from_a_kernel_start_request(self):
+        status, body = self.gw.request("POST", "api/kernels",
+                                       {"name": "python3", "env": {"KERNEL_NETWORK": json.dumps(NET_A)}})
+        self.assertEqual(status, 201, body)
+        kid = json.loads(body)["id"]
+        k = Kernel(self.gw, kid)
+        self.addCleanup(self._delete_quietly, k)
+        r = k.execute(f"import urllib.request\nprint(urllib.request.urlopen('http://files.test:{P}/k').read())")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertIn(f"hello from files.test:{P} /k", r["stdout"])
+        status, body = self.gw.request("POST", "api/kernels",
+                                       {"name": "python3", "env": {"KERNEL_NETWORK": "open"}})
+        self.assertEqual(status, 403, body)
+
+    # --- PATCH ------------------------------------------------------------------------------
+    def test_patch_closes_a_download_in_progress(self):
+        sid = self.make_sandbox(NET_A)
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        result = {}
+        t = threading.Thread(target=lambda: result.update(self.cmd(
+            sid, f"curl -sS -o /dev/null -w '%{{size_download}}' http://files.test:{P}/slow", 60)))
+        t.start()
+        time.sleep(2)  # 4 KiB every 50 ms for a minute: well under way
+        patched = time.monotonic()
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network",
+                                       {"mode": "allow", "hosts": ["secure.test"], "cidrs": ["127.0.0.1/32"],
+                                        "ports": [P, PS]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["network"]["hosts"], ["secure.test"])
+        t.join(20)
+        self.assertFalse(t.is_alive(), "the download went on after its host was removed")
+        self.assertLess(time.monotonic() - patched, 5)
+        self.assertNotEqual(result["exit_code"], 0, result)
+        closed = [e for e in self.audit_lines("egress.closed") if e["sandbox_id"] == sid]
+        self.assertTrue(closed and "files.test" in closed[0]["reason"] + closed[0]["host"], closed)
+        code, body, _, _ = self.curl(sid, f"http://files.test:{P}/hello")  # new connections: refused
+        self.assertEqual(code, 403)
+
+    def test_patch_is_bounded_by_the_ceiling_and_the_start(self):
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network",
+                                       {"mode": "allow", "hosts": ["files.example.org"], "ports": [P]})
+        self.assertEqual(status, 403, body)
+        self.assertIn("files.example.org", json.loads(body)["message"])
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network", "open")
+        self.assertEqual(status, 403, body)
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{self.b}/network", {"mode": "allow", "ports": [0]})
+        self.assertEqual(status, 400, body)
+        sid = self.make_sandbox("none")
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
+        self.assertEqual(status, 409, body)
+        status, body = self.gw.request("GET", f"api/sandboxes/{self.b}")
+        self.assertEqual(json.loads(body)["network"]["hosts"], ["*.test"])  # unchanged by the refusals
+
+    # --- limits -----------------------------------------------------------------------------
+    def test_connection_and_rate_limits(self):
+        sid = self.make_sandbox(dict(NET_A, max_connections=2, bytes_per_second=1 << 20))
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        r = self.cmd(sid, f"curl -s -o /dev/null http://files.test:{P}/slow & curl -s -o /dev/null "
+                          f"http://files.test:{P}/slow & sleep 1.5; curl -sS -o /tmp/b -w '%{{http_code}}\n' "
+                          f"http://files.test:{P}/hello; cat /tmp/b; kill %1 %2")
+        code, _, body = r["stdout"].partition("\n")
+        self.assertEqual(code, "429", r)
+        self.assertIn("connections open, its most", body)
+        # 3 MiB at 1 MiB/s (a 0.1 s burst): about 3 s, not the loopback's milliseconds.
+        r = self.cmd(sid, f"sleep 0.5; curl -sS -o /tmp/c -w '%{{time_total}}' http://files.test:{P}/bytes/{3 << 20}; head -c 300 /tmp/c >&2")
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertGreater(float(r["stdout"]), 2.5, r)
+        self.assertLess(float(r["stdout"]), 8, r)
+
+    # --- audit and metrics ------------------------------------------------------------------
+    def test_audit_and_metrics(self):
+        self.curl(self.a, f"http://files.test:{P}/audited")
+        self.curl(self.a, f"http://evil.test:{P}/audited")
+        def found():
+            allowed = [e for e in self.audit_lines("egress.allowed") if e["host"] == "files.test"]
+            refused = [e for e in self.audit_lines("egress.refused") if e["host"] == "evil.test"]
+            return (allowed, refused) if allowed and refused else None
+        allowed, refused = wait_until(found, 10, "egress audit lines")
+        e = allowed[-1]
+        self.assertEqual((e["sandbox_id"], e["port"], e["address"], e["verdict"]), (self.a, P, "127.0.0.1", "allowed"))
+        self.assertGreater(e["bytes_received"], 0)
+        self.assertIsNotNone(e["principal"])
+        self.assertIn("not in the sandbox's allowed hosts", refused[-1]["reason"])
+        status, body = self.gw.request("GET", "metrics")
+        text = body.decode()
+        for name in ('sandgate_egress_connections_total{verdict="allowed"}',
+                     'sandgate_egress_connections_total{verdict="refused"}',
+                     "sandgate_egress_bytes_received_total", "sandgate_egress_proxy_restarts_total"):
+            self.assertIn(name, text)
+
+    # --- a proxy that dies ------------------------------------------------------------------
+    def test_zz_a_proxy_that_dies_fails_closed_and_comes_back(self):
+        pids = [pid for pid, cmd, _ in host_processes() if b"sandgate-egress" in cmd.split(b"\0")[0]
+                and self.gw.state_dir.encode() not in cmd]
+        self.assertEqual(len(pids), 1, pids)
+        socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
+        os.kill(pids[0], signal.SIGKILL)
+        wait_until(lambda: not os.path.exists(f"/proc/{pids[0]}/fd/0"), 5, "the proxy to die", 0.005)
+        # Until the gateway starts it again, the sandbox's socket answers nothing: closed, not open.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(5)
+        try:
+            s.connect(socket_a)
+            s.sendall(f"GET http://files.test:{P}/ HTTP/1.1\r\nHost: files.test\r\n\r\n".encode())
+            answer = s.recv(100)
+        except OSError as e:
+            answer = e.errno
+        finally:
+            s.close()
+        self.assertFalse(isinstance(answer, bytes) and answer.startswith(b"HTTP/1.1 200"), answer)
+        wait_until(lambda: self.curl(self.a, f"http://files.test:{P}/back")[0] == 200, 10,
+                   "the restarted proxy to serve the sandbox again")
+        self.assertGatewayUp()
+        status, body = self.gw.request("GET", "metrics")
+        self.assertIn("sandgate_egress_proxy_restarts_total 1", body.decode())
+
+
+if __name__ == "__main__":
+    unittest.main()
