@@ -38,7 +38,7 @@ const std::vector<std::string>& bound_etc_entries() {
       "profile",      "inputrc",    "python3",         "python3.11",
       "locale.alias", "magic",      "os-release",      "debian_version",
       "terminfo",     "gai.conf",   "host.conf",       "xdg",
-      "papersize",
+      "papersize",    "R",
   };
   return entries;
 }

@@ -14,8 +14,13 @@ build_packages=(
   nodejs node-typescript
   bash coreutils procps util-linux iproute2
 )
+# The R kernel (kernelspec `ir`: Debian's R with IRkernel, ggplot2 for
+# charts, a font for their text). share/dev/start installs it only with
+# --with-r or SANDGATE_WITH_R=1; the tests always.
+r_packages=(r-base-core r-cran-irkernel r-cran-ggplot2 fonts-dejavu-core)
 # What the tests need besides.
 test_packages=(
+  "${r_packages[@]}"
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
   clang-14 libclang-rt-14-dev clang-format

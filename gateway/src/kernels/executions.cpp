@@ -178,7 +178,10 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
     std::array<protocol::json_member, 2> m{{{"execution_count"}, {"status"}}};
     if (protocol::read_members(msg.content, m)) {
       if (m[0].integer) r.execution_count = *m[0].integer;
-      const std::string reply_status = m[1].string.value_or("error");
+      std::string reply_status = m[1].string.value_or("error");
+      // "abort" is the protocol's older spelling of "aborted", still IRkernel's
+      // answer to an interrupted cell: one word for it in records and the audit.
+      if (reply_status == "abort") reply_status = "aborted";
       if (r.status == "running") r.status = reply_status;
       if (reply_status == "error" && !r.error) {
         // read_members has validated it, depth included: parsed once more, not checked again.

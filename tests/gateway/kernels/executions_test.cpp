@@ -116,6 +116,19 @@ TEST(execution_log, a_reply_without_status_or_an_integer_count_is_an_error_witho
   EXPECT_EQ(r->execution_count, std::nullopt);
 }
 
+TEST(execution_log, an_abort_reply_is_recorded_as_aborted) {
+  // IRkernel answers an interrupted cell with the protocol's older "abort".
+  execution_log log;
+  log.begin("e1");
+  log.on_message(channel::shell, child_of("e1", "execute_reply", R"({"status":"abort","execution_count":2})"),
+                 "");
+  log.on_message(channel::iopub, child_of("e1", "status", R"({"execution_state":"idle"})"), "idle");
+  const auto r = log.find("e1");
+  ASSERT_TRUE(r && r->done());
+  EXPECT_EQ(r->status, "aborted");
+  EXPECT_EQ(r->error, std::nullopt);
+}
+
 TEST(execution_log, streams_are_capped_and_marked_truncated) {
   execution_limits limits;
   limits.max_stream_bytes = 10;
