@@ -218,16 +218,19 @@ class AFastSender(FlowControlCase):
         sender.start()
         # Read while it sends, as a browser does: the one execute_reply, then
         # that request's idle status.
-        reply, iopub = None, []
+        # iopub and shell are separate sockets: the cell's output may come
+        # before or after its reply, so iopub is kept by parent.
+        reply, iopub_by_parent, idle = None, {}, set()
         d = Deadline(300)
-        while True:
+        while reply is None or reply.parent_id not in idle:
             m = ks.recv(d.left("the last request's reply and idle status"))
             if m.channel == "shell" and m.msg_type == "execute_reply":
                 reply = m
-            if reply is not None and m.parent_id == reply.parent_id and m.channel == "iopub":
-                iopub.append(m)
+            if m.channel == "iopub":
+                iopub_by_parent.setdefault(m.parent_id, []).append(m)
                 if m.msg_type == "status" and m.content.get("execution_state") == "idle":
-                    break
+                    idle.add(m.parent_id)
+        iopub = iopub_by_parent[reply.parent_id]
         sender.finish(60)
         self.assertEqual(reply.parent_id, sender.ids[-1])
         self.assertEqual(reply.content["status"], "ok", reply.content)
