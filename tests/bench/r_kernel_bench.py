@@ -42,25 +42,17 @@ def pct(values, p):
 def kernel_rss_kib(gw, name):
     """VmRSS of the gateway's `name` kernel: below one of its supervisors
     (whose command line names the state dir; a sandboxed kernel's does not)."""
-    parent, cmdline = {}, {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
+    for pid in gw.sandbox_pids():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                parent[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline[int(entry)] = f.read()
-        except OSError:
-            pass
-    roots = set(gw.kernel_pids())
-    for pid, cmd in cmdline.items():
-        up = pid
-        while up > 1 and up not in roots:
-            up = parent.get(up, 0)
-        if MARKERS[name] in cmd and up in roots:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if MARKERS[name] not in f.read():
+                    continue
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
                         return int(line.split()[1])
+        except OSError:
+            pass
     raise AssertionError(f"no {name} kernel process")
 
 

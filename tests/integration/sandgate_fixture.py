@@ -283,6 +283,25 @@ class Gateway:
         """Live processes of this gateway's kernels and sandboxes."""
         return processes_of(self.state_dir, but=self.proc.pid)
 
+    def sandbox_pids(self):
+        """Live processes of this gateway's kernels and sandboxes and every
+        process below them (a sandboxed kernel's command line does not name
+        the state dir, but it runs below a supervisor's, which does)."""
+        children = {}
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+        found, unvisited = [], list(self.kernel_pids())
+        while unvisited:
+            pid = unvisited.pop()
+            found.append(pid)
+            unvisited.extend(children.get(pid, []))
+        return found
+
     def tcp_socket_holders(self):
         """{pid: [socket description]} of this gateway's processes other than
         itself that hold a TCP socket on the gateway's port: its listening

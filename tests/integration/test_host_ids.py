@@ -15,31 +15,11 @@ import unittest
 from sandgate_fixture import Gateway, processes_of, remove_state_dir, wait_until
 
 
-def children():
-    """{ppid: [pid]} of every live process."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
-            continue
-        out.setdefault(ppid, []).append(int(entry))
-    return out
-
-
 def sandbox_processes(gw):
     """(slots, host uids) of a gateway's sandboxes: the slots its supervisors
     were started with, and the host uids of every process under them."""
-    roots = processes_of(gw.state_dir, but=gw.proc.pid if gw.alive() else None)
     slots, uids = set(), set()
-    tree = children()
-    todo = list(roots)
-    while todo:
-        pid = todo.pop()
-        todo.extend(tree.get(pid, []))
+    for pid in gw.sandbox_pids():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 args = f.read().split(b"\0")

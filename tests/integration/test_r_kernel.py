@@ -46,28 +46,15 @@ def r_kernel_pids(gw):
     """Host pids of the R kernel processes in this gateway's sandboxes: below
     one of its supervisors (whose command line names its state dir; a
     sandboxed kernel's does not)."""
-    parent = {}
-    cmdline = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    pids = []
+    for pid in gw.sandbox_pids():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                parent[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline[int(entry)] = f.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"IRkernel::main()" in f.read():
+                    pids.append(pid)
         except OSError:
-            continue
-    roots = set(gw.kernel_pids())
-
-    def in_gateway(pid):
-        while pid > 1:
-            if pid in roots:
-                return True
-            pid = parent.get(pid, 0)
-        return False
-
-    return [pid for pid, cmd in cmdline.items() if b"IRkernel::main()" in cmd and in_gateway(pid)]
+            pass
+    return pids
 
 
 def r_is(gw, state):
