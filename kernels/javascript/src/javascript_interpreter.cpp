@@ -5,19 +5,12 @@
 
 #include <xeus/xhelper.hpp>
 
+#include "sandgate_kernels/error_reply.hpp"
+
 namespace sandgate::javascript_kernel {
 namespace {
 
-// xeus 2.4.1's create_error_reply swaps ename and evalue: build it here.
-nl::json error_reply(const std::string& ename, const std::string& evalue,
-                     const std::vector<std::string>& traceback) {
-  return nl::json{{"status", "error"},
-                  {"ename", ename},
-                  {"evalue", evalue},
-                  {"traceback", traceback},
-                  {"payload", nl::json::array()},
-                  {"user_expressions", nl::json::object()}};
-}
+using kernels::error_reply;
 
 std::string string_of(const nl::json& frame, const char* key, const std::string& fallback = "") {
   const auto it = frame.find(key);
@@ -44,7 +37,6 @@ javascript_interpreter::javascript_interpreter(language lang, node_options optio
 }
 
 javascript_interpreter::~javascript_interpreter() {
-  const std::scoped_lock lock(node_mutex_);
   node_.reset();
 }
 
@@ -53,19 +45,11 @@ void javascript_interpreter::configure_impl() {
 }
 
 node_process& javascript_interpreter::node() {
-  const std::scoped_lock lock(node_mutex_);
-  if (!node_ || !node_->alive()) {
-    node_.reset();
-    node_ = std::make_unique<node_process>(options_);
-  }
-  return *node_;
+  return node_.running(options_);
 }
 
 void javascript_interpreter::interrupt() noexcept {
-  const std::scoped_lock lock(node_mutex_);
-  if (node_) {
-    node_->interrupt();
-  }
+  node_.interrupt();
 }
 
 nl::json javascript_interpreter::execute_request_impl(int execution_counter, const std::string& code,
@@ -201,10 +185,7 @@ void javascript_interpreter::shutdown_request_impl() {
   // On the control thread, maybe while a cell runs on the main thread: end
   // Node so that the cell returns and the shell loop can stop; the
   // node_process itself is destroyed on the main thread.
-  const std::scoped_lock lock(node_mutex_);
-  if (node_) {
-    node_->kill_group();
-  }
+  node_.kill();
 }
 
 }  // namespace sandgate::javascript_kernel

@@ -1,13 +1,12 @@
 // The xeus interpreter of sandgate-javascript: cells run in one persistent Node.
 #pragma once
 
-#include <memory>
-#include <mutex>
 #include <string>
 
 #include <xeus/xinterpreter.hpp>
 
 #include "node_process.hpp"
+#include "sandgate_kernels/child_slot.hpp"
 
 namespace sandgate::javascript_kernel {
 
@@ -53,8 +52,7 @@ class javascript_interpreter final : public xeus::xinterpreter {
   node_options options_;
   std::string node_version_;
   long next_id_ = 0;
-  std::mutex node_mutex_;  // guards node_ replacement against interrupt()
-  std::unique_ptr<node_process> node_;
+  kernels::child_slot<node_process> node_;
 };
 
 }  // namespace sandgate::javascript_kernel

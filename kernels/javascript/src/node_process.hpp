@@ -1,15 +1,17 @@
 // One persistent Node process running the kernel's driver script.
 #pragma once
 
-#include <sys/types.h>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "frame_codec.hpp"
+#include "sandgate_kernels/child_output.hpp"
+#include "sandgate_kernels/child_process.hpp"
 #include "sandgate_kernels/output_batcher.hpp"
 #include "sandgate_kernels/unique_fd.hpp"
 
@@ -30,11 +32,11 @@ enum class wait_end {
   killed_after_interrupt,  // Node did not stop on SIGINT within the grace time and was killed
 };
 
-// Node runs `node <driver> <language>` in its own process group, stdin
-// /dev/null, stdout and stderr pipes to us, commands on its fd 3 and events
-// from its fd 4 (frame_codec.hpp). The driver sends output as stream
-// events; what Node's children write to the inherited fds 1 and 2 is read
-// too. Not thread-safe, except interrupt() and kill_group().
+// Node runs `node <driver> <language>` (a kernels::child_process: its own
+// process group, stdin /dev/null), stdout and stderr pipes to us, commands on
+// its fd 3 and events from its fd 4 (frame_codec.hpp). The driver sends
+// output as stream events; what Node's children write to the inherited fds
+// 1 and 2 is read too. Not thread-safe, except interrupt() and kill_group().
 class node_process {
  public:
   // After SIGINT, how long Node has to end the cell before it is killed
@@ -65,20 +67,16 @@ class node_process {
   // SIGKILL to Node's group: a wait() ends with `exited`. Any thread.
   void kill_group() noexcept;
 
-  bool alive() const noexcept { return pid_.load() > 0; }
-  int exit_status() const noexcept { return exit_status_; }  // after an end; 128+n for signal n
+  bool alive() const noexcept { return node_.alive(); }
+  int exit_status() const noexcept { return node_.exit_status(); }  // after an end; 128+n for signal n
 
  private:
-  void reap() noexcept;
-
-  std::atomic<pid_t> pid_{-1};
-  kernels::unique_fd commands_;  // our end of Node's fd 3
-  kernels::unique_fd events_;    // our end of Node's fd 4
-  kernels::unique_fd stdout_;    // our end of Node's stdout
-  kernels::unique_fd stderr_;    // our end of Node's stderr
+  kernels::child_process node_;
+  kernels::unique_fd commands_;   // our end of Node's fd 3
+  kernels::unique_fd events_;     // our end of Node's fd 4
+  kernels::child_output output_;  // Node's stdout and stderr
   frame_decoder decoder_;
   nl::json ready_;
-  int exit_status_ = 0;
   std::atomic<bool> waiting_{false};
   std::atomic<std::int64_t> interrupted_at_ns_{0};  // steady clock; 0: no interrupt pending
 };

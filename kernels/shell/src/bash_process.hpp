@@ -1,20 +1,18 @@
 // One persistent interactive bash, driven through pipes.
 #pragma once
 
-#include <sys/types.h>
 #include <atomic>
-#include <functional>
 #include <string>
 #include <string_view>
 
+#include "sandgate_kernels/child_output.hpp"
+#include "sandgate_kernels/child_process.hpp"
 #include "sandgate_kernels/output_batcher.hpp"
 #include "sandgate_kernels/unique_fd.hpp"
 
 namespace sandgate::shell_kernel {
 
-using kernels::make_pipe;
 using kernels::output_stream;
-using kernels::unique_fd;
 
 struct command_result {
   int exit_status = 0;        // $? after the command line (130 after an interrupt)
@@ -40,7 +38,8 @@ class bash_process {
   bash_process(const bash_process&) = delete;
   bash_process& operator=(const bash_process&) = delete;
 
-  // Runs one line of bash; on_output gets stdout/stderr as it arrives.
+  // Runs one line of bash; on_output gets stdout/stderr as it arrives (as
+  // UTF-8 text: kernels::child_output).
   // Returns when the line has finished or bash has died.
   command_result run(std::string_view command_line, const output_handler& on_output);
 
@@ -52,19 +51,16 @@ class bash_process {
   // run() reports shell_exited. Safe from any thread.
   void kill_group() noexcept;
 
-  bool alive() const noexcept { return pid_.load() > 0; }
+  bool alive() const noexcept { return bash_.alive(); }
 
  private:
-  void write_all(std::string_view text);
   bool read_status(int& exit_status);  // true once a full status line arrived
-  int reap() noexcept;                 // kills what is left of bash; returns its exit status
 
-  std::atomic<pid_t> pid_{-1};
-  std::string token_;          // random marker that starts each status line
-  unique_fd stdin_;            // our end of bash's stdin
-  unique_fd stdout_;           // our end of bash's stdout
-  unique_fd stderr_;           // our end of bash's stderr
-  unique_fd status_;           // our end of the status pipe
+  std::string token_;  // random marker that starts each status line
+  kernels::child_process bash_;
+  kernels::unique_fd stdin_;   // our end of bash's stdin
+  kernels::unique_fd status_;  // our end of the status pipe
+  kernels::child_output output_;
   std::string status_buffer_;  // partial status line
   std::atomic<bool> running_{false};
 };

@@ -9,12 +9,14 @@
 #include <xeus/xhelper.hpp>
 
 #include "completion.hpp"
+#include "sandgate_kernels/error_reply.hpp"
 #include "sandgate_kernels/utf8_chunker.hpp"
 #include "syntax_check.hpp"
 
 namespace sandgate::shell_kernel {
 namespace {
 
+using kernels::error_reply;
 using kernels::utf8_chunker;
 
 constexpr std::size_t max_completion_matches = 1000;
@@ -28,17 +30,6 @@ std::string make_private_dir() {
     throw std::runtime_error("mkdtemp(" + pattern + ") failed");
   }
   return buffer.data();
-}
-
-// xeus 2.4.1's create_error_reply swaps ename and evalue: build it here.
-nl::json error_reply(const std::string& ename, const std::string& evalue,
-                     const std::vector<std::string>& traceback) {
-  return nl::json{{"status", "error"},
-                  {"ename", ename},
-                  {"evalue", evalue},
-                  {"traceback", traceback},
-                  {"payload", nl::json::array()},
-                  {"user_expressions", nl::json::object()}};
 }
 
 std::string trim_newlines(std::string text) {
@@ -56,10 +47,7 @@ shell_interpreter::shell_interpreter() {
 }
 
 shell_interpreter::~shell_interpreter() {
-  {
-    const std::scoped_lock lock(bash_mutex_);
-    bash_.reset();  // EOF, SIGHUP, then reap
-  }
+  bash_.reset();  // EOF, SIGHUP, then reap
   std::error_code ignored;
   std::filesystem::remove_all(cell_dir_, ignored);
 }
@@ -71,19 +59,11 @@ void shell_interpreter::configure_impl() {
 }
 
 bash_process& shell_interpreter::shell() {
-  const std::scoped_lock lock(bash_mutex_);
-  if (!bash_ || !bash_->alive()) {
-    bash_.reset();
-    bash_ = std::make_unique<bash_process>();
-  }
-  return *bash_;
+  return bash_.running();
 }
 
 void shell_interpreter::interrupt() noexcept {
-  const std::scoped_lock lock(bash_mutex_);
-  if (bash_) {
-    bash_->interrupt();
-  }
+  bash_.interrupt();
 }
 
 std::string shell_interpreter::capture(const std::string& command_line) {
@@ -106,22 +86,13 @@ nl::json shell_interpreter::execute_request_impl(int /*execution_counter*/, cons
       return error_reply("OSError", "cannot write " + cell_file_, {});
     }
   }
-  utf8_chunker out_text;
-  utf8_chunker err_text;
-  const auto publish = [&](output_stream stream, std::string_view bytes) {
-    const bool is_out = stream == output_stream::stdout_stream;
-    std::string text = (is_out ? out_text : err_text).feed(bytes);
-    if (!silent && !text.empty()) {
-      publish_stream(is_out ? "stdout" : "stderr", text);
+  const auto publish = [&](output_stream stream, std::string_view text) {
+    if (!silent) {
+      publish_stream(stream == output_stream::stdout_stream ? "stdout" : "stderr", std::string(text));
     }
   };
   const command_result result =
       shell().run("eval \"$(< " + single_quote(cell_file_) + ")\" </dev/null", publish);
-  for (auto [name, chunker] : {std::pair{"stdout", &out_text}, std::pair{"stderr", &err_text}}) {
-    if (const std::string tail = chunker->finish(); !silent && !tail.empty()) {
-      publish_stream(name, tail);
-    }
-  }
 
   if (result.shell_exited) {
     const std::string status = std::to_string(result.exit_status);
@@ -187,10 +158,7 @@ void shell_interpreter::shutdown_request_impl() {
   // Runs on the control thread, maybe while a cell runs on the main thread:
   // end bash's commands so that the cell returns and the shell loop can stop;
   // the bash_process itself is destroyed on the main thread.
-  const std::scoped_lock lock(bash_mutex_);
-  if (bash_) {
-    bash_->kill_group();
-  }
+  bash_.kill();
 }
 
 }  // namespace sandgate::shell_kernel

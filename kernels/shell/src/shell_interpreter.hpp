@@ -1,13 +1,12 @@
 // The xeus interpreter of sandgate-shell: cells run in one persistent bash.
 #pragma once
 
-#include <memory>
-#include <mutex>
 #include <string>
 
 #include <xeus/xinterpreter.hpp>
 
 #include "bash_process.hpp"
+#include "sandgate_kernels/child_slot.hpp"
 
 namespace sandgate::shell_kernel {
 
@@ -45,8 +44,7 @@ class shell_interpreter final : public xeus::xinterpreter {
   std::string cell_dir_;   // private directory holding the cell file
   std::string cell_file_;  // cell_dir_/cell.sh
   std::string bash_version_;
-  std::mutex bash_mutex_;  // guards bash_ replacement against interrupt()
-  std::unique_ptr<bash_process> bash_;
+  kernels::child_slot<bash_process> bash_;
 };
 
 }  // namespace sandgate::shell_kernel
