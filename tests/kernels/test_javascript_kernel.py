@@ -231,6 +231,27 @@ class JavaScriptKernelTest(WorkspaceKernelTestCase):
         self.assertEqual(shown[5]["data"], {"image/png": base64.b64encode(png).decode(), "text/plain": "raw bundle"})
         self.assertEqual(shown[5]["metadata"], {"image/png": {"width": 20}})
 
+    def test_display_of_image_bytes_shows_the_image(self):
+        png = make_png(9, 4, 3)
+        jpeg_start = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0, 16]) + b"JFIF\0"
+        cell = self.kernel.run(
+            f"const png = Buffer.from('{base64.b64encode(png).decode()}', 'base64');\n"
+            "display(png);\n"
+            "display(new Uint8Array(png.buffer, png.byteOffset, png.length).buffer.slice(png.byteOffset,"
+            " png.byteOffset + png.length));\n"
+            f"display(Buffer.from('{base64.b64encode(jpeg_start).decode()}', 'base64'), {{ sandgate: 1 }});\n"
+            "display(Buffer.from('not an image'));")
+        self.assertOk(cell)
+        shown = cell.of_type("display_data")
+        self.assertEqual([sorted(m["data"]) for m in shown],
+                         [["image/png", "text/plain"], ["image/png", "text/plain"],
+                          ["image/jpeg", "text/plain"], ["text/plain"]])
+        self.assertEqual(shown[0]["data"]["image/png"], base64.b64encode(png).decode())
+        self.assertEqual(shown[1]["data"]["image/png"], base64.b64encode(png).decode())
+        self.assertEqual(shown[2]["data"]["image/jpeg"], base64.b64encode(jpeg_start).decode())
+        self.assertEqual(shown[2]["metadata"], {"sandgate": 1})
+        self.assertIn("<Buffer 6e 6f 74", shown[3]["data"]["text/plain"])
+
     def test_display_comes_between_the_output_around_it(self):
         cell = self.kernel.run("console.log('before'); display.text('shown'); console.log('after');")
         order = [m["msg_type"] for m in cell.iopub if m["msg_type"] in ("stream", "display_data")]

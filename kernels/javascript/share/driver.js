@@ -129,7 +129,27 @@ function publishDisplay(data, metadata) {
   send({ type: 'display', data, metadata: metadata && typeof metadata === 'object' ? metadata : {} });
 }
 
+// The image type of bytes that start with a PNG or JPEG signature, or null.
+function imageTypeOf(value) {
+  if (!ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer)) {
+    return null;
+  }
+  const bytes = ArrayBuffer.isView(value)
+    ? new Uint8Array(value.buffer, value.byteOffset, Math.min(value.byteLength, 8))
+    : new Uint8Array(value, 0, Math.min(value.byteLength, 8));
+  const startsWith = (signature) => signature.every((byte, i) => bytes[i] === byte);
+  if (startsWith([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) {
+    return 'png';
+  }
+  return startsWith([0xff, 0xd8, 0xff]) ? 'jpeg' : null;
+}
+
 function display(value, metadata) {
+  const image = imageTypeOf(value);
+  if (image) {
+    display[image](value, metadata);  // display(fs.readFileSync('chart.png')) shows the chart
+    return;
+  }
   publishDisplay(isMimeBundle(value) ? value : { 'text/plain': inspect(value) }, metadata);
 }
 display.png = (data, metadata) => publishDisplay({ 'image/png': base64Of(data), 'text/plain': '<PNG image>' }, metadata);
