@@ -3,7 +3,9 @@ runs a command with NOTEBOOK_URL, NOTEBOOK_TOKEN, NOTEBOOK_DIR,
 SANDGATE_ARTIFACTS and SANDGATE_KERNELS in its environment, then stops
 both and checks that sandgate exits 0 on SIGTERM.
 
-usage: run_with_notebook.py [--timeout S] -- COMMAND ARGS...
+usage: run_with_notebook.py [--timeout S] [--sandboxed] -- COMMAND ARGS...
+
+--sandboxed runs kernels in real sandboxes (needs root).
 """
 
 import os
@@ -22,10 +24,13 @@ def main():
     if args[:1] == ["--timeout"]:
         timeout = float(args[1])
         args = args[2:]
+    sandboxed = args[:1] == ["--sandboxed"]
+    if sandboxed:
+        args = args[1:]
     if args[:1] != ["--"] or len(args) < 2:
         raise SystemExit(__doc__)
     command = args[1:]
-    gw = Gateway(name="e2e-notebook-browser")
+    gw = Gateway(name="e2e-" + os.path.basename(command[-1]), sandboxed=sandboxed)
     nb = None
     code = 1
     try:
