@@ -90,7 +90,8 @@ def sandbox_processes(gw, sandbox_id):
         except OSError:
             pass
     for pid in found:  # grows while it is walked: breadth first
-        found.extend(children_of(pid))
+        # (the inner supervisor names the sandbox too, and is the outer one's child)
+        found.extend(child for child in children_of(pid) if child not in found)
     return found
 
 
