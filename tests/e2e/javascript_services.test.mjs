@@ -7,42 +7,11 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import services from '@jupyterlab/services';
-import WebSocket from 'ws';
 
+import { baseUrl, execute, ofType, resultText, settings, streamText, token, withTimeout } from './lab_client.mjs';
 import { makePng } from './png.mjs';
 
-const { ServerConnection, KernelManager, KernelSpecManager } = services;
-
-const baseUrl = process.env.SANDGATE_URL;
-const wsUrl = process.env.SANDGATE_WS_URL;
-const token = process.env.SANDGATE_TOKEN;
-assert.ok(baseUrl && wsUrl && token, 'run me through run_with_gateway.py');
-
-const settings = ServerConnection.makeSettings({ baseUrl, wsUrl, token, WebSocket });
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-// Runs code; returns the reply and the iopub messages of the request.
-async function execute(kernel, code, ms = 60000) {
-  const iopub = [];
-  const future = kernel.requestExecute({ code, stop_on_error: false });
-  future.onIOPub = (msg) => iopub.push(msg);
-  const reply = await withTimeout(future.done, ms, `the reply to ${JSON.stringify(code)}`);
-  return { reply, iopub };
-}
-
-const ofType = (iopub, type) => iopub.filter((m) => m.header.msg_type === type);
-const streamText = (iopub) => ofType(iopub, 'stream').map((m) => m.content.text).join('');
-const resultText = (iopub) => {
-  const r = ofType(iopub, 'execute_result')[0];
-  return r ? r.content.data['text/plain'] : undefined;
-};
+const { KernelManager, KernelSpecManager } = services;
 
 test('the javascript and typescript kernelspecs are listed with language and logos', { timeout: 30000 }, async () => {
   const specs = new KernelSpecManager({ serverSettings: settings });

@@ -5,43 +5,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import services from '@jupyterlab/services';
-import WebSocket from 'ws';
 
-const { ServerConnection, KernelManager, KernelSpecManager, SessionManager } = services;
+import { baseUrl, execute, resultText, settings, streamText, token, withTimeout } from './lab_client.mjs';
 
-const baseUrl = process.env.SANDGATE_URL;
-const wsUrl = process.env.SANDGATE_WS_URL;
-const token = process.env.SANDGATE_TOKEN;
+const { KernelManager, KernelSpecManager, SessionManager } = services;
+
 const kernelNames = (process.env.SANDGATE_KERNELS || 'python3').split(',');
-assert.ok(baseUrl && wsUrl && token, 'run me through run_with_gateway.py');
-
-const settings = ServerConnection.makeSettings({ baseUrl, wsUrl, token, WebSocket });
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-// Runs code; returns the reply and the iopub messages of the request.
-// stop_on_error is off: after an error ipykernel aborts whatever reaches it
-// before its abort window closes, which would race the next cell.
-async function execute(kernel, code, ms = 60000) {
-  const iopub = [];
-  const future = kernel.requestExecute({ code, stop_on_error: false });
-  future.onIOPub = (msg) => iopub.push(msg);
-  const reply = await withTimeout(future.done, ms, `the reply to ${JSON.stringify(code)}`);
-  return { reply, iopub };
-}
-
-const streamText = (iopub) =>
-  iopub.filter((m) => m.header.msg_type === 'stream').map((m) => m.content.text).join('');
-const resultText = (iopub) => {
-  const r = iopub.find((m) => m.header.msg_type === 'execute_result');
-  return r ? r.content.data['text/plain'] : undefined;
-};
 
 test('kernelspecs are listed with the default', { timeout: 30000 }, async () => {
   const specs = new KernelSpecManager({ serverSettings: settings });

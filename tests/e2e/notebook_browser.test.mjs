@@ -6,9 +6,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+
+import { launchChromium } from './chromium.mjs';
 
 const notebookUrl = process.env.NOTEBOOK_URL;
 const token = process.env.NOTEBOOK_TOKEN;
@@ -51,24 +51,16 @@ async function openNotebook(page, file, ready) {
   if (ready) await page.waitForFunction(ready, null, { timeout: 120000 });
 }
 
+let browser;
 let context;
-let userDataDir;
 
 before(async () => {
-  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandgate-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-    viewport: { width: 1200, height: 900 },
-    timeout: 60000,
-  });
+  browser = await launchChromium();
+  context = browser.context;
 });
 
 after(async () => {
-  if (context) await context.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  if (browser) await browser.close();
 });
 
 for (const kernel of kernelNames.filter((k) => plotCell[k])) {
