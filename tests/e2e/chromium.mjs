@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export async function launchChromium() {
@@ -22,4 +23,17 @@ export async function launchChromium() {
       fs.rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+// Launches Chromium before the file's tests and closes it after them;
+// returns a function that gives its browser context.
+export function chromiumForTests() {
+  let browser;
+  before(async () => {
+    browser = await launchChromium();
+  });
+  after(async () => {
+    if (browser) await browser.close();
+  });
+  return () => browser.context;
 }

@@ -5,12 +5,12 @@
 // <build>/tests/artifacts/notebook-javascript.png. Run by
 // `run_with_notebook.py --sandboxed`, which provides NOTEBOOK_URL,
 // NOTEBOOK_TOKEN and SANDGATE_ARTIFACTS.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launchChromium } from './chromium.mjs';
+import { chromiumForTests } from './chromium.mjs';
 import { makePng } from './png.mjs';
 
 const notebookUrl = process.env.NOTEBOOK_URL;
@@ -18,21 +18,11 @@ const token = process.env.NOTEBOOK_TOKEN;
 const artifacts = process.env.SANDGATE_ARTIFACTS;
 assert.ok(notebookUrl && token && artifacts, 'run me through run_with_notebook.py');
 
-let browser;
-let context;
-
-before(async () => {
-  browser = await launchChromium();
-  context = browser.context;
-});
-
-after(async () => {
-  if (browser) await browser.close();
-});
+const browserContext = chromiumForTests();
 
 test('a new JavaScript notebook shows the PNG a cell displays', { timeout: 300000 }, async () => {
   const png = makePng(160, 90);
-  const tree = await context.newPage();
+  const tree = await browserContext().newPage();
   const problems = [];
   tree.on('pageerror', (e) => problems.push(String(e)));
   let page;
@@ -43,7 +33,7 @@ test('a new JavaScript notebook shows the PNG a cell displays', { timeout: 30000
     const item = tree.locator('#kernel-javascript a');
     await item.waitFor({ state: 'visible', timeout: 60000 });
     assert.equal((await item.textContent()).trim(), 'JavaScript (Sandgate)');
-    [page] = await Promise.all([context.waitForEvent('page', { timeout: 60000 }), item.click()]);
+    [page] = await Promise.all([browserContext().waitForEvent('page', { timeout: 60000 }), item.click()]);
     page.on('pageerror', (e) => problems.push(String(e)));
 
     await page.waitForFunction(

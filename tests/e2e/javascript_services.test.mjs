@@ -8,10 +8,13 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import services from '@jupyterlab/services';
 
-import { baseUrl, execute, ofType, resultText, settings, streamText, token, withTimeout } from './lab_client.mjs';
+import {
+  assertShutdownRemoves, execute, interruptedReply, ofType, resultText, settings, startKernel, stopKernel,
+  streamText, withTimeout,
+} from './lab_client.mjs';
 import { makePng } from './png.mjs';
 
-const { KernelManager, KernelSpecManager } = services;
+const { KernelSpecManager } = services;
 
 test('the javascript and typescript kernelspecs are listed with language and logos', { timeout: 30000 }, async () => {
   const specs = new KernelSpecManager({ serverSettings: settings });
@@ -31,18 +34,13 @@ for (const name of ['javascript', 'typescript']) {
     let kernel;
 
     before(async () => {
-      manager = new KernelManager({ serverSettings: settings });
-      await withTimeout(manager.ready, 20000, 'the kernel manager');
-      kernel = await withTimeout(manager.startNew({ name }), 90000, `a ${name} kernel`);
-      const info = await withTimeout(kernel.info, 60000, 'kernel_info');
+      let info;
+      ({ manager, kernel, info } = await startKernel(name));
       assert.equal(info.language_info.name, name);
       assert.equal(info.implementation, 'sandgate-javascript');
     });
 
-    after(async () => {
-      if (kernel && !kernel.isDisposed) await withTimeout(kernel.shutdown(), 30000, 'shutdown');
-      manager.dispose();
-    });
+    after(() => stopKernel(manager, kernel));
 
     test('execute gives a stream, a result and an ok reply', { timeout: 90000 }, async () => {
       assert.equal(kernel.connectionStatus, 'connected');
@@ -70,18 +68,7 @@ for (const name of ['javascript', 'typescript']) {
 
     test('interrupt stops a busy loop and keeps state', { timeout: 60000 }, async () => {
       await execute(kernel, 'let kept = 41;');
-      let started;
-      const running = new Promise((resolve) => (started = resolve));
-      const future = kernel.requestExecute({
-        code: "console.log('spinning');\nwhile (true) {}",
-        stop_on_error: false,
-      });
-      future.onIOPub = (msg) => {
-        if (msg.header.msg_type === 'stream') started();
-      };
-      await withTimeout(running, 30000, 'the loop to start');
-      await withTimeout(kernel.interrupt(), 10000, 'interrupt');
-      const reply = await withTimeout(future.done.catch((r) => r), 20000, 'the interrupted reply');
+      const reply = await interruptedReply(kernel, "console.log('spinning');\nwhile (true) {}");
       assert.equal(reply.content.status, 'error');
       assert.equal(reply.content.ename, 'Interrupted');
       assert.equal(resultText((await execute(kernel, 'kept + 1')).iopub), '42');
@@ -94,13 +81,6 @@ for (const name of ['javascript', 'typescript']) {
       assert.equal(resultText(iopub), 'false');
     });
 
-    test('shutdown removes the kernel', { timeout: 30000 }, async () => {
-      const id = kernel.id;
-      await withTimeout(kernel.shutdown(), 30000, 'shutdown');
-      await manager.refreshRunning();
-      assert.ok(![...manager.running()].some((k) => k.id === id), 'kernel still listed');
-      const r = await fetch(`${baseUrl}api/kernels/${id}`, { headers: { Authorization: `token ${token}` } });
-      assert.equal(r.status, 404);
-    });
+    test('shutdown removes the kernel', { timeout: 30000 }, () => assertShutdownRemoves(manager, kernel));
   });
 }

@@ -6,7 +6,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import services from '@jupyterlab/services';
 
-import { baseUrl, execute, resultText, settings, streamText, token, withTimeout } from './lab_client.mjs';
+import {
+  assertShutdownRemoves, baseUrl, execute, interruptedReply, resultText, settings, startKernel, stopKernel,
+  streamText, token, withTimeout,
+} from './lab_client.mjs';
 
 const { KernelManager, KernelSpecManager, SessionManager } = services;
 
@@ -28,17 +31,12 @@ for (const name of kernelNames) {
     let kernel;
 
     before(async () => {
-      manager = new KernelManager({ serverSettings: settings });
-      await withTimeout(manager.ready, 20000, 'the kernel manager');
-      kernel = await withTimeout(manager.startNew({ name }), 90000, `a ${name} kernel`);
-      const info = await withTimeout(kernel.info, 60000, 'kernel_info');
+      let info;
+      ({ manager, kernel, info } = await startKernel(name));
       assert.equal(info.language_info.name, 'python');
     });
 
-    after(async () => {
-      if (kernel && !kernel.isDisposed) await withTimeout(kernel.shutdown(), 30000, 'shutdown');
-      manager.dispose();
-    });
+    after(() => stopKernel(manager, kernel));
 
     test('execute gives a stream, a result and an ok reply', { timeout: 60000 }, async () => {
       assert.equal(kernel.connectionStatus, 'connected');
@@ -52,19 +50,7 @@ for (const name of kernelNames) {
 
     test('interrupt stops a long sleep and keeps state', { timeout: 60000 }, async () => {
       await execute(kernel, 'x = 41');
-      let started;
-      const running = new Promise((resolve) => (started = resolve));
-      // Interrupt once the user code runs (its output arrived), not before.
-      const future = kernel.requestExecute({
-        code: "import time\nprint('sleeping', flush=True)\ntime.sleep(100)",
-        stop_on_error: false, // ipykernel would abort the next request after the interrupt
-      });
-      future.onIOPub = (msg) => {
-        if (msg.header.msg_type === 'stream') started();
-      };
-      await withTimeout(running, 30000, 'the sleep to start');
-      await withTimeout(kernel.interrupt(), 10000, 'interrupt');
-      const reply = await withTimeout(future.done.catch((r) => r), 20000, 'the interrupted reply');
+      const reply = await interruptedReply(kernel, "import time\nprint('sleeping', flush=True)\ntime.sleep(100)");
       assert.equal(reply.content.status, 'error');
       assert.equal(reply.content.ename, 'KeyboardInterrupt');
       const { iopub } = await execute(kernel, 'x + 1');
@@ -182,14 +168,7 @@ for (const name of kernelNames) {
       assert.ok(ids.includes(kernel.id), 'running kernels include ours');
     });
 
-    test('shutdown removes the kernel', { timeout: 30000 }, async () => {
-      const id = kernel.id;
-      await withTimeout(kernel.shutdown(), 30000, 'shutdown');
-      await manager.refreshRunning();
-      assert.ok(![...manager.running()].some((k) => k.id === id), 'kernel still listed');
-      const r = await fetch(`${baseUrl}api/kernels/${id}`, { headers: { Authorization: `token ${token}` } });
-      assert.equal(r.status, 404);
-    });
+    test('shutdown removes the kernel', { timeout: 30000 }, () => assertShutdownRemoves(manager, kernel));
   });
 }
 

@@ -3,12 +3,12 @@
 // area and keep a screenshot. Run by run_with_notebook.py, which provides
 // NOTEBOOK_URL, NOTEBOOK_TOKEN, NOTEBOOK_DIR, SANDGATE_ARTIFACTS and
 // SANDGATE_KERNELS.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launchChromium } from './chromium.mjs';
+import { chromiumForTests } from './chromium.mjs';
 
 const notebookUrl = process.env.NOTEBOOK_URL;
 const token = process.env.NOTEBOOK_TOKEN;
@@ -51,23 +51,13 @@ async function openNotebook(page, file, ready) {
   if (ready) await page.waitForFunction(ready, null, { timeout: 120000 });
 }
 
-let browser;
-let context;
-
-before(async () => {
-  browser = await launchChromium();
-  context = browser.context;
-});
-
-after(async () => {
-  if (browser) await browser.close();
-});
+const browserContext = chromiumForTests();
 
 for (const kernel of kernelNames.filter((k) => plotCell[k])) {
   test(`a matplotlib cell on ${kernel} shows its PNG in Notebook`, { timeout: 240000 }, async () => {
     const file = `plot-${kernel}.ipynb`;
     writeNotebook(file, kernel, plotCell[kernel]);
-    const page = await context.newPage();
+    const page = await browserContext().newPage();
     const problems = [];
     page.on('pageerror', (e) => problems.push(String(e)));
     try {
@@ -120,7 +110,7 @@ for (const kernel of kernelNames) {
     const file = `widget-${kernel}.ipynb`;
     writeNotebook(file, kernel,
       "import ipywidgets\nslider = ipywidgets.IntSlider(value=3, min=0, max=10, description='sandgate')\nslider");
-    const page = await context.newPage();
+    const page = await browserContext().newPage();
     const problems = [];
     page.on('pageerror', (e) => problems.push(String(e)));
     try {
