@@ -1,13 +1,18 @@
 #include "sandbox_entry.hpp"
 
-#include <nlohmann/json.hpp>
-
 namespace sandgate::gateway {
 using json = nlohmann::json;
 
 void sandbox_entry::touch() {
   last_activity = std::chrono::steady_clock::now();
   last_activity_wall = std::chrono::system_clock::now();
+}
+
+void to_json(json& j, const sandbox_limits& l) {
+  j = {{"memory_bytes", l.memory_bytes},
+       {"cpu", l.cpu},
+       {"pids", l.pids},
+       {"workspace_bytes", l.workspace_bytes}};
 }
 
 std::string to_record(const sandbox_entry& s) {
@@ -21,11 +26,7 @@ std::string to_record(const sandbox_entry& s) {
       {"idle_timeout_s", s.idle_timeout_s},
       {"max_execution_s", s.max_execution_s},
       {"metadata", s.metadata},
-      {"limits",
-       {{"memory_bytes", s.limits.memory_bytes},
-        {"cpu", s.limits.cpu},
-        {"pids", s.limits.pids},
-        {"workspace_bytes", s.limits.workspace_bytes}}},
+      {"limits", s.limits},
       {"network", sandboxing::to_json(s.network)},
       {"egress_forwarder", s.egress_forwarder},
       {"env", s.env},

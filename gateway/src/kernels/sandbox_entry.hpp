@@ -7,6 +7,8 @@
 
 #include <sandboxing/network_policy.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -29,6 +31,9 @@ struct sandbox_limits {
   std::uint64_t pids = 0;
   std::uint64_t workspace_bytes = 0;
 };
+// {"memory_bytes", "cpu", "pids", "workspace_bytes"}, as the API shows them
+// and the registry record keeps them (nlohmann's to_json: `{"limits", s.limits}`).
+void to_json(nlohmann::json& j, const sandbox_limits& l);
 
 struct sandbox_entry {
   std::string id;
