@@ -50,6 +50,7 @@ TEST(sandbox_settings, null_is_unset) {
 }
 
 struct bad_settings {
+  const char* name;
   const char* body;
   const char* error;
 };
@@ -65,26 +66,30 @@ TEST_P(sandbox_settings_errors, name_the_field) {
 INSTANTIATE_TEST_SUITE_P(
     table, sandbox_settings_errors,
     ::testing::Values(
-        bad_settings{R"({"unknown": true})", R"(Unknown field "unknown")"},
-        bad_settings{R"({"ttl_s": 0})", R"("ttl_s" must be a positive integer)"},
-        bad_settings{R"({"ttl_s": -1})", R"("ttl_s" must be a positive integer)"},
-        bad_settings{R"({"ttl_s": 1.5})", R"("ttl_s" must be a positive integer)"},
-        bad_settings{R"({"idle_timeout_s": "60"})", R"("idle_timeout_s" must be a positive integer)"},
-        bad_settings{R"({"limits": [1]})", R"("limits" must be an object)"},
-        bad_settings{R"({"limits": {"bogus": 1}})",
+        bad_settings{"unknown_field", R"({"unknown": true})", R"(Unknown field "unknown")"},
+        bad_settings{"ttl_zero", R"({"ttl_s": 0})", R"("ttl_s" must be a positive integer)"},
+        bad_settings{"ttl_negative", R"({"ttl_s": -1})", R"("ttl_s" must be a positive integer)"},
+        bad_settings{"ttl_fraction", R"({"ttl_s": 1.5})", R"("ttl_s" must be a positive integer)"},
+        bad_settings{"idle_timeout_string", R"({"idle_timeout_s": "60"})",
+                     R"("idle_timeout_s" must be a positive integer)"},
+        bad_settings{"limits_array", R"({"limits": [1]})", R"("limits" must be an object)"},
+        bad_settings{"limit_unknown", R"({"limits": {"bogus": 1}})",
                      R"(Unknown limit "bogus" (memory_bytes, cpu, pids, workspace_bytes))"},
-        bad_settings{R"({"limits": {"memory_bytes": 0}})", R"("memory_bytes" must be a positive integer)"},
-        bad_settings{R"({"limits": {"cpu": -1}})", R"("cpu" must be a positive number)"},
-        bad_settings{R"({"limits": {"cpu": "1"}})", R"("cpu" must be a positive number)"},
-        bad_settings{R"({"limits": {"pids": 1.5}})", R"("pids" must be a positive integer)"},
-        bad_settings{R"({"limits": {"workspace_bytes": -5}})",
+        bad_settings{"memory_zero", R"({"limits": {"memory_bytes": 0}})",
+                     R"("memory_bytes" must be a positive integer)"},
+        bad_settings{"cpu_negative", R"({"limits": {"cpu": -1}})", R"("cpu" must be a positive number)"},
+        bad_settings{"cpu_string", R"({"limits": {"cpu": "1"}})", R"("cpu" must be a positive number)"},
+        bad_settings{"pids_fraction", R"({"limits": {"pids": 1.5}})", R"("pids" must be a positive integer)"},
+        bad_settings{"workspace_negative", R"({"limits": {"workspace_bytes": -5}})",
                      R"("workspace_bytes" must be a positive integer)"},
-        bad_settings{R"({"metadata": {"k": 1}})", R"("metadata": bad entry "k")"},
-        bad_settings{R"({"metadata": "x"})", R"("metadata" must be an object of at most 64 string values)"},
-        bad_settings{R"({"env": {"1BAD": "x"}})", R"("env": bad entry "1BAD")"},
-        bad_settings{R"({"env": {"A-B": "x"}})", R"("env": bad entry "A-B")"},
-        bad_settings{R"({"network": 5})",
-                     R"("network" must be a mode ("none", "loopback", "allow", "open") or an object)"}));
+        bad_settings{"metadata_number", R"({"metadata": {"k": 1}})", R"("metadata": bad entry "k")"},
+        bad_settings{"metadata_string", R"({"metadata": "x"})",
+                     R"("metadata" must be an object of at most 64 string values)"},
+        bad_settings{"env_digit_first", R"({"env": {"1BAD": "x"}})", R"("env": bad entry "1BAD")"},
+        bad_settings{"env_dash", R"({"env": {"A-B": "x"}})", R"("env": bad entry "A-B")"},
+        bad_settings{"network_number", R"({"network": 5})",
+                     R"("network" must be a mode ("none", "loopback", "allow", "open") or an object)"}),
+    [](const auto& test) { return std::string(test.param.name); });
 
 TEST(sandbox_settings, bounds_metadata_and_env) {
   json body = {{"metadata", json::object()}};
