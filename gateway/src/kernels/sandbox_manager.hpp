@@ -5,10 +5,11 @@
 // kernel). Each gets a policy of its own (sandbox_policy_builder: the
 // operator's policy with the creator's settings, which may lower but never
 // raise its limits), a host id slot (host_id_slots) and a registry record
-// (sandbox_entry). Here: create, claim, extend, destroy, the ends nobody
-// asked for (TTL, idle culling: a one-second sweep) and the ids that went
-// away; sandbox_restore.cpp takes sandboxes back after a restart,
-// sandbox_network.cpp owns their network.
+// (sandbox_entry); the ids that went away are remembered (gone_ids).
+// sandbox_manager.cpp: create, claim, extend, destroy. sandbox_ends.cpp: the
+// ends nobody asked for (the supervisor's end, the TTL, idle culling: a
+// one-second sweep). sandbox_restore.cpp: taking sandboxes back after a
+// restart, orphans. sandbox_network.cpp: their network and the egress proxy.
 
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
