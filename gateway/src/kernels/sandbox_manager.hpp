@@ -1,9 +1,15 @@
 #pragma once
-// The sandboxes of this gateway. A sandbox is made explicitly (POST
-// /api/sandboxes, several kernels and commands share it) or implicitly for
-// one kernel of the Kernel Gateway API (it ends with that kernel). Each gets
-// a policy of its own: the operator's default policy with the creator's
-// settings, which may lower but never raise the default's limits.
+// The sandboxes of this gateway and their lifecycle. A sandbox is made
+// explicitly (POST /api/sandboxes, several kernels and commands share it) or
+// implicitly for one kernel of the Kernel Gateway API (it ends with that
+// kernel). Each gets a policy of its own (sandbox_policy_builder: the
+// operator's policy with the creator's settings, which may lower but never
+// raise its limits), a host id slot (host_id_slots) and a registry record
+// (sandbox_entry); the ids that went away are remembered (gone_ids).
+// sandbox_manager.cpp: create, claim, extend, destroy. sandbox_ends.cpp: the
+// ends nobody asked for (the supervisor's end, the TTL, idle culling: a
+// one-second sweep). sandbox_restore.cpp: taking sandboxes back after a
+// restart, orphans. sandbox_network.cpp: their network and the egress proxy.
 
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
@@ -11,6 +17,10 @@
 #include "egress_proxy.hpp"
 #include "host_id_slots.hpp"
 #include "sandbox.hpp"
+#include "sandbox_entry.hpp"
+#include "sandbox_gone_ids.hpp"
+#include "sandbox_policy_builder.hpp"
+#include "sandbox_settings.hpp"
 
 #include <sandboxing/network_policy.hpp>
 
@@ -23,77 +33,15 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace sandgate::gateway {
-
-// [A-Za-z_][A-Za-z0-9_]*: a portable environment variable name.
-[[nodiscard]] bool is_env_name(std::string_view name);
-// KERNEL_*: what Jupyter clients send about who and where (user name,
-// working directory); always accepted from a kernel start request.
-[[nodiscard]] inline bool is_kernel_variable(std::string_view name) {
-  return name.starts_with("KERNEL_");
-}
-
-struct sandbox_limits {
-  std::uint64_t memory_bytes = 0;
-  double cpu = 0;
-  std::uint64_t pids = 0;
-  std::uint64_t workspace_bytes = 0;
-};
-
-// What a creator may choose; anything unset takes the default policy's value.
-struct sandbox_settings {
-  std::optional<std::uint64_t> ttl_s;
-  std::optional<std::uint64_t> idle_timeout_s;
-  std::map<std::string, std::string> metadata;
-  std::optional<std::uint64_t> memory_bytes;
-  std::optional<double> cpu;
-  std::optional<std::uint64_t> pids;
-  std::optional<std::uint64_t> workspace_bytes;
-  std::optional<nlohmann::json> network;  // as sent; parsed (and checked) at create
-  std::map<std::string, std::string> env;
-
-  // From a POST /api/sandboxes body; nullopt with `error` set when invalid.
-  static std::optional<sandbox_settings> from_json(const nlohmann::json& body, std::string& error);
-};
-
-struct sandbox_entry {
-  std::string id;
-  std::string owner;
-  bool implicit = false;  // made for one kernel; ends with it
-  bool pooled = false;    // a warm pool's, owned by no one yet: unlisted, never culled
-  std::chrono::system_clock::time_point created;
-  std::int64_t expires_at = 0;       // unix seconds
-  std::uint64_t idle_timeout_s = 0;  // 0: never culled
-  std::uint64_t max_execution_s = 0;
-  std::map<std::string, std::string> metadata;
-  sandbox_limits limits;
-  sandboxing::network_policy network;      // in force (PATCH changes it)
-  bool egress_forwarder = false;           // started with egress: its supervisor forwards to the proxy
-  std::map<std::string, std::string> env;  // for every kernel and command inside
-  // Kernel program directories outside the system dirs (a build tree, maybe
-  // under /tmp), bound read-only elsewhere inside: host path -> inside path.
-  std::map<std::string, std::string> program_dirs;
-  bool unsandboxed = false;  // a host "sandbox" (an operator's exempted kernelspecs)
-  int root_pid = 0;          // the supervisor's host pid, once ready
-  std::shared_ptr<sandbox> box;
-  std::set<std::string> kernels;
-  unsigned commands_running = 0;
-  std::chrono::steady_clock::time_point last_activity;
-  std::chrono::system_clock::time_point last_activity_wall;
-  unsigned slot = 0;
-
-  void touch();
-};
 
 class sandbox_manager {
  public:
@@ -103,6 +51,9 @@ class sandbox_manager {
   // Asked whether a sandbox's kernels are all idle (for culling).
   using idle_probe = std::function<bool(const sandbox_entry&)>;
 
+  // Reads the operator's policy (cfg.policy_file, else the installed
+  // default.json): throws config_error naming the file and the field when it
+  // cannot be read or breaks a rule.
   sandbox_manager(boost::asio::io_context& io, const config& cfg, kernelspec_catalog& specs,
                   std::filesystem::path exe_dir, registry& reg);
   ~sandbox_manager();
@@ -143,18 +94,18 @@ class sandbox_manager {
   // Every sandbox but the warm pools' (those are nobody's yet).
   [[nodiscard]] std::vector<std::shared_ptr<sandbox_entry>> list() const;
   // Kills everything inside and forgets the sandbox; later lookups of its id
-  // (and of `also_ids`, its kernels) answer `reason` for a while.
+  // (and of its kernels' ids) answer `reason` for a while.
   void destroy(const std::string& id, const std::string& reason);
   void extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
               std::function<void(std::optional<domain_error>)> done);
   // Why an id that no longer exists went away ("expired", "culled",
   // "deleted"), or nothing when it is unknown.
-  [[nodiscard]] std::optional<std::string> gone(const std::string& id) const;
-  void remember_gone(const std::string& id, const std::string& reason);
+  [[nodiscard]] std::optional<std::string> gone(const std::string& id) const { return gone_.find(id); }
+  void remember_gone(const std::string& id, const std::string& reason) { gone_.remember(id, reason); }
 
-  [[nodiscard]] std::uint64_t max_ttl_s() const noexcept { return max_ttl_s_; }
+  [[nodiscard]] std::uint64_t max_ttl_s() const noexcept { return policies_.max_ttl_s(); }
   // The default policy's limits (also the most a creator may ask for).
-  [[nodiscard]] sandbox_limits default_limits() const;
+  [[nodiscard]] sandbox_limits default_limits() const { return policies_.default_limits(); }
 
   // sandbox_network.cpp
   // A network value from a creator (a JSON mode or object, or KERNEL_NETWORK's
@@ -171,9 +122,10 @@ class sandbox_manager {
   void on_egress_connection(const nlohmann::json& event);
 
  private:
-  std::filesystem::path write_policy(const std::string& id, const sandbox_settings& settings,
-                                     sandbox_entry& entry, domain_error& err);
-  static std::optional<unsigned> slot_of_peer(int socket_fd);
+  // Builds the sandbox's policy, writes it and sets what the entry keeps of
+  // it (limits, expiry, execution limit, network, program dirs); false with
+  // `err` set when the settings break the operator's policy.
+  bool write_policy(const sandbox_settings& settings, sandbox_entry& entry, domain_error& err);
   void persist(const sandbox_entry& s);
   void watch_end(const std::shared_ptr<sandbox_entry>& s);
   void remove_orphans(const std::set<std::string>& known);
@@ -191,16 +143,17 @@ class sandbox_manager {
   kernelspec_catalog& specs_;
   std::filesystem::path exe_dir_;
   registry& registry_;
-  std::filesystem::path policy_file_;
+  std::filesystem::path policy_file_;  // the operator's
+  sandbox_policy_builder policies_;    // read from it once, at construction
+  // The operator's policy as JSON, defaults filled in (sandboxing::to_json_text
+  // of policies_'s): where load_network_defaults reads the network and its ceiling.
   nlohmann::json default_policy_;
-  std::uint64_t max_ttl_s_ = 0;
   sandboxing::network_policy network_default_;  // the operator's policy's network
   sandboxing::network_policy network_ceiling_;  // and the most a creator may ask for
   std::unique_ptr<egress_proxy> egress_;
   std::map<std::string, std::shared_ptr<sandbox_entry>> sandboxes_;
   host_id_slots slots_;
-  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> gone_;
-  std::deque<std::string> gone_order_;
+  gone_ids gone_;
   boost::asio::steady_timer sweep_timer_;
   end_listener end_listener_;
   idle_probe idle_probe_;

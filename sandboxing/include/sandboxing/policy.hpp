@@ -1,6 +1,9 @@
 // The sandbox policy: limits, lifetime, network, environment, identity and
 // extra mounts. Parsed from JSON (schema in docs/policy.md); every field has a
-// secure default and unknown fields are refused.
+// secure default and unknown fields are refused. One parser, one set of
+// defaults and one validator (library sandgate::sandbox_policy) for
+// sandgate-sandbox and for the gateway, which builds each sandbox's policy
+// with them.
 #pragma once
 
 #include <cstdint>
