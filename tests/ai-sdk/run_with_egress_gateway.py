@@ -7,45 +7,30 @@ usage: run_with_egress_gateway.py [--timeout S] [--sandboxed] -- COMMAND ARGS...
 The command gets, besides run_with_gateway.py's variables,
 SANDGATE_TEST_HTTP_PORT (the server's port on 127.0.0.1) and
 SANDGATE_TEST_HOSTS (the names that resolve to it for the egress proxy,
-through --egress-hosts-file). The server answers every GET with
-"hello from HOST\n", HOST being the request's Host header without the port.
+through --egress-hosts-file). The server is the egress tests'
+(tests/security/egress_servers.py): GET / answers "hello from HOST:PORT /".
 The policy is share/sandgate/policies/default.json (network "none") with a
 network_ceiling of {"mode": "allow", "hosts": ["*.test"],
 "cidrs": ["127.0.0.1/32"], "ports": [SANDGATE_TEST_HTTP_PORT]}.
 """
 
 import functools
-import http.server
 import json
 import os
 import sys
 import tempfile
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "security"))
+import egress_servers  # noqa: E402
 import run_with_gateway  # noqa: E402  (puts tests/integration on sys.path)
 
 HOSTS = ["files.test", "blocked.test"]
 
 
-class Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
-        body = f"hello from {host}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def main():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = egress_servers.serve()
     port = server.server_address[1]
     with open(os.path.join(HERE, "..", "..", "share", "sandgate", "policies", "default.json")) as f:
         policy = json.load(f)
