@@ -203,6 +203,18 @@ test('an R ggplot2 chart and a base plot come out of band as PNG by id', { timeo
   }
 });
 
+test("R's printed values (IRkernel's display_data) are the result; a data.frame is a display as well", { timeout: 120000 }, async () => {
+  const tools = toolsFor(sessionId);
+  const two = await run(tools, '1 + 1\nc(3, 4)', 'r');
+  assert.equal(two.result, '[1] 2\n[1] 3 4');
+  assert.deepEqual(two.displays, []);
+  const df = await run(tools, 'data.frame(name = c("a", "b"), n = 1:2)', 'r');
+  assert.equal(df.result, '  name n\n1 a    1\n2 b    2');
+  assert.equal(df.displays.length, 1, JSON.stringify(df.displays));
+  assert.match((await sandgate.getDisplay(df.displays[0].id)).data['text/html'], /<table/);
+  assert.equal((await run(tools, 'invisible(7)', 'r')).result, null);
+});
+
 test('a Python chart in the sandbox comes out of band by id too', { timeout: 120000 }, async () => {
   const tools = toolsFor(sessionId);
   const output = await run(tools, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
@@ -219,6 +231,7 @@ test('errors come back with their name and value in each language, and the kerne
     javascript: ["throw new RangeError('bad input')", 'RangeError', /bad input/],
     typescript: ["const f = (x: number): number => { throw new RangeError('bad input ' + x); };\nf(1)", 'RangeError', /bad input 1/],
     r: ["stop('bad input')", undefined, /bad input/],
+    bash: ['false', 'ExitStatus', /^1$/],
   };
   for (const [language, [code, name, value]] of Object.entries(errors)) {
     const output = await run(tools, code, language);
@@ -239,7 +252,7 @@ test('the kernels of all languages and runShell share the workspace', { timeout:
     callTool('runCode', { language: 'python', code: "open('/workspace/numbers.csv', 'w').write('n\\n2\\n4\\n9\\n')" }),
     callTool('runCode', { language: 'r', code: "mean(read.csv('/workspace/numbers.csv')$n)" }),
     callTool('runCode', { language: 'javascript', code: "require('fs').readFileSync('/workspace/numbers.csv', 'utf8').trim().split('\\n').slice(1).map(Number).reduce((a, b) => a + b)" }),
-    callTool('runCode', { language: 'bash', code: 'wc -l < numbers.csv' }),
+    callTool('runCode', { language: 'bash', code: 'wc -l < /workspace/numbers.csv' }), // its cwd is /tmp since the first test
     callTool('runShell', { command: 'tail -n 1 numbers.csv' }),
     (prompt) => answer(`last row ${lastToolOutputs(prompt)[0].value.stdout.trim()}`),
   ]);

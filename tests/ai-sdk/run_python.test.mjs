@@ -4,7 +4,7 @@
 // only the Kernel Gateway API; sandbox_tools.test.mjs covers the sandbox mode.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ai, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults, PNG_SIGNATURE } from './support.mjs';
+import { ai, aiVersion, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults, PNG_SIGNATURE } from './support.mjs';
 
 const { generateText, stepCountIs } = ai;
 const { createSandgateTools, Sandgate, InMemorySessionStore, InMemoryDisplayStore } = sdk;
@@ -110,7 +110,16 @@ test('imagesToModel hands the PNG to the model as a file part', { timeout: 12000
   const files = seen.value.filter((p) => p.type !== 'text');
   assert.equal(files.length, 1, JSON.stringify(seen.value.map((p) => p.type)));
   assert.equal(files[0].mediaType, 'image/png');
-  assert.deepEqual(Buffer.from(files[0].data, 'base64').subarray(0, 8), PNG_SIGNATURE);
+  // ai 7's prompt has a file part with tagged data; ai 6's the base64 itself.
+  let data = files[0].data;
+  if (aiVersion === '7') {
+    assert.equal(files[0].type, 'file');
+    assert.equal(data.type, 'data');
+    data = data.data;
+  } else {
+    assert.equal(files[0].type, 'file-data');
+  }
+  assert.deepEqual(Buffer.from(data, 'base64').subarray(0, 8), PNG_SIGNATURE);
 });
 
 test('a Python error gives its name, value and a traceback without ANSI codes', { timeout: 120000 }, async () => {

@@ -1,9 +1,10 @@
 // The AI SDK tools: runCode (a persistent kernel per language per
 // conversation) and runShell (commands in the same sandbox). Built with
 // tool(), inputSchema, execute and toModelOutput only, which ai 6 and 7 share.
+import * as ai from 'ai';
 import { tool, type JSONValue } from 'ai';
 import { z } from 'zod';
-import { LANGUAGES, type Language } from './languages.js';
+import { LANGUAGES, isLanguage, type Language } from './languages.js';
 import { Sandgate, type SandgateOptions } from './sandgate.js';
 import { stripAnsi, trimHead, trimMiddle } from './text.js';
 import type { ExecuteResult, OutputBundle } from './types.js';
@@ -75,6 +76,31 @@ export interface RunShellOutput {
 }
 
 const TEXT_TYPES = new Set(['text/plain']);
+/** The forms IRkernel gives a value it prints (as display_data, not execute_result). */
+const R_VALUE_TYPES = new Set(['text/plain', 'text/html', 'text/markdown', 'text/latex']);
+
+/**
+ * A value R printed at top level: IRkernel sends each visible value as
+ * display_data in text forms only, never an execute_result. Its text/plain is
+ * the `result`, as the R console would print it.
+ */
+function isRValue(bundle: OutputBundle, language: Language): boolean {
+  return (
+    language === 'r' &&
+    bundle.output_type === 'display_data' &&
+    typeof bundle.data['text/plain'] === 'string' &&
+    Object.keys(bundle.data).every((m) => R_VALUE_TYPES.has(m))
+  );
+}
+
+/** Whether a bundle goes to the user as a display. */
+function isDisplay(bundle: OutputBundle, language: Language): boolean {
+  // A result that is only text is `result`; one with HTML or an image is a display as well.
+  if (bundle.output_type === 'execute_result') return !Object.keys(bundle.data).every((m) => TEXT_TYPES.has(m));
+  // An R value is a display only when it is a table (a data.frame, a matrix), as a pandas DataFrame is.
+  if (isRValue(bundle, language)) return /<table\b/i.test(String(bundle.data['text/html'] ?? ''));
+  return true;
+}
 
 /** What the tool descriptions tell the model about the network. */
 const NETWORK_HELP =
@@ -84,7 +110,8 @@ const NETWORK_HELP =
   'HTTP 403 and "sandgate-egress: refused HOST:PORT: reason" (for HTTPS: "Tunnel connection failed: 403"): ' +
   'then the host is not allowed; do not retry it and do not try other hosts, mirrors or IP addresses, ' +
   'tell the user which host you need (the application can allow it). "Connection refused" or ' +
-  '"network unreachable" means the sandbox has no network at all.';
+  '"network unreachable" means no route: the sandbox has no network, or the program does not use the ' +
+  'proxy (Node\'s fetch does not; curl does).';
 
 // The body of the egress proxy's refusals, as curl prints it.
 const EGRESS_REFUSAL = /sandgate-egress: refused (\[[^\]\s]+\]|[^\s:]+):(\d+): ([^\r\n]*)/g;
@@ -123,6 +150,22 @@ function runCodeDescription(languages: readonly Language[]): string {
   );
 }
 
+/**
+ * How an image goes to the model in a tool result. ai 7 (the release that
+ * added uploadFile and provider file references) takes
+ * `{ type: 'file', mediaType, data: { type: 'data', data } }` and warns that
+ * ai 6's `{ type: 'file-data', data, mediaType }` is deprecated; ai 6 knows
+ * only the latter.
+ */
+const TAGGED_FILE_PARTS = typeof (ai as unknown as Record<string, unknown>).uploadFile === 'function';
+
+function imagePart(data: string, mediaType: string): Record<string, unknown> {
+  return TAGGED_FILE_PARTS ? { type: 'file', mediaType, data: { type: 'data', data } } : { type: 'file-data', data, mediaType };
+}
+
+/** toModelOutput's content form, typed as the part both versions share (the image parts are per version). */
+type ContentOutput = { type: 'content'; value: Array<{ type: 'text'; text: string }> };
+
 function toBase64(data: unknown): string | undefined {
   if (typeof data === 'string') return data.replace(/\s+/g, '');
   return undefined;
@@ -138,6 +181,7 @@ export function createSandgateTools(options: SandgateToolsOptions) {
   const defaultShellTimeoutS = Math.min(options.defaultShellTimeoutS ?? 60, maxTimeoutS);
   const maxImages = options.maxImagesToModel ?? 4;
   const languages = options.languages?.length ? [...new Set(options.languages)] : [...LANGUAGES];
+  for (const l of languages) if (!isLanguage(l)) throw new TypeError(`languages: ${JSON.stringify(l)} is not one of ${LANGUAGES.join(', ')}`);
   // The default language comes first: python when offered.
   if (languages.includes('python')) languages.sort((a, b) => (a === 'python' ? -1 : b === 'python' ? 1 : 0));
 
@@ -158,11 +202,9 @@ export function createSandgateTools(options: SandgateToolsOptions) {
       return t.text;
     };
     const displays: DisplayRef[] = [];
-    for (const bundle of r.outputs) {
-      // A result that is only text is `result`; one with HTML or an image is a display as well.
-      if (bundle.output_type === 'execute_result' && Object.keys(bundle.data).every((m) => TEXT_TYPES.has(m))) continue;
-      displays.push(await keepDisplay(bundle));
-    }
+    for (const bundle of r.outputs) if (isDisplay(bundle, language)) displays.push(await keepDisplay(bundle));
+    const rValues = r.outputs.filter((b) => isRValue(b, language)).map((b) => String(b.data['text/plain']));
+    const result = rValues.length ? rValues.join('\n') : r.result;
     let error: RunCodeOutput['error'] = null;
     if (r.timed_out) {
       error = {
@@ -181,7 +223,7 @@ export function createSandgateTools(options: SandgateToolsOptions) {
       language,
       stdout: cut(r.stdout),
       stderr: cut(r.stderr),
-      result: r.result === null ? null : cut(r.result),
+      result: result === null ? null : cut(result),
       error,
       displays,
       truncated,
@@ -227,15 +269,13 @@ export function createSandgateTools(options: SandgateToolsOptions) {
     },
     toModelOutput: async ({ output }) => {
       if (!options.imagesToModel) return { type: 'json', value: output as unknown as JSONValue };
-      const parts: Array<{ type: 'text'; text: string } | { type: 'file-data'; data: string; mediaType: string }> = [
-        { type: 'text', text: JSON.stringify(output) },
-      ];
+      const parts: Array<Record<string, unknown>> = [{ type: 'text', text: JSON.stringify(output) }];
       for (const d of output.displays.filter((d) => d.mimeTypes.includes('image/png')).slice(0, maxImages)) {
         const stored = await sandgate.displays.get(d.id);
         const data = toBase64(stored?.data['image/png']);
-        if (data) parts.push({ type: 'file-data', data, mediaType: 'image/png' });
+        if (data) parts.push(imagePart(data, 'image/png'));
       }
-      return { type: 'content', value: parts };
+      return { type: 'content', value: parts } as unknown as ContentOutput;
     },
   });
 
