@@ -1,10 +1,10 @@
-// runPython against a real sandgate and a real kernel, driven by the AI SDK's
+// runCode (Python, the default language) against a real sandgate and a real kernel, driven by the AI SDK's
 // generateText loop with a scripted mock model. These run with `sandbox:
 // false` (one kernel per conversation from POST /api/kernels), which needs
 // only the Kernel Gateway API; sandbox_tools.test.mjs covers the sandbox mode.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ai, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults, PNG_SIGNATURE } from './support.mjs';
+import { ai, aiVersion, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults, PNG_SIGNATURE } from './support.mjs';
 
 const { generateText, stepCountIs } = ai;
 const { createSandgateTools, Sandgate, InMemorySessionStore, InMemoryDisplayStore } = sdk;
@@ -26,17 +26,17 @@ test.after(async () => {
 
 // Runs a one-tool-call conversation and returns [tool output, generateText result].
 async function runOnce(tools, code, extraInput = {}) {
-  const model = scriptedModel([callTool('runPython', { code, ...extraInput }), answer('done')]);
+  const model = scriptedModel([callTool('runCode', { code, ...extraInput }), answer('done')]);
   const result = await generateText({ model, tools, prompt: 'run it', stopWhen: stepCountIs(4) });
   const [r] = toolResults(result);
-  assert.equal(r.toolName, 'runPython');
+  assert.equal(r.toolName, 'runCode');
   return [r.output, result];
 }
 
 test('the model computes 5 + 5 - 84**3 in the kernel and answers with it', { timeout: 120000 }, async () => {
   const tools = toolsFor(newSessionId('arith'));
   const model = scriptedModel([
-    callTool('runPython', { code: '5 + 5 - 84**3' }),
+    callTool('runCode', { code: '5 + 5 - 84**3' }),
     (prompt) => {
       const [output] = lastToolOutputs(prompt);
       assert.equal(output.type, 'json');
@@ -55,8 +55,8 @@ test('the model computes 5 + 5 - 84**3 in the kernel and answers with it', { tim
 test('variables persist across two tool calls of a conversation', { timeout: 120000 }, async () => {
   const tools = toolsFor(newSessionId('persist'));
   const model = scriptedModel([
-    callTool('runPython', { code: "import math\nnumbers = [3, 4]\nprint('stored')" }),
-    callTool('runPython', { code: 'math.hypot(*numbers)' }),
+    callTool('runCode', { code: "import math\nnumbers = [3, 4]\nprint('stored')" }),
+    callTool('runCode', { code: 'math.hypot(*numbers)' }),
     (prompt) => answer(`hypot is ${lastToolOutputs(prompt)[0].value.result}`),
   ]);
   const result = await generateText({ model, tools, prompt: 'two steps', stopWhen: stepCountIs(5) });
@@ -97,7 +97,7 @@ test('imagesToModel hands the PNG to the model as a file part', { timeout: 12000
   const tools = toolsFor(newSessionId('vision'), { imagesToModel: true });
   let seen;
   const model = scriptedModel([
-    callTool('runPython', { code: 'import matplotlib.pyplot as plt\nplt.bar([1, 2], [3, 1])\nplt.show()' }),
+    callTool('runCode', { code: 'import matplotlib.pyplot as plt\nplt.bar([1, 2], [3, 1])\nplt.show()' }),
     (prompt) => {
       [seen] = lastToolOutputs(prompt);
       return answer('I see a bar chart');
@@ -110,7 +110,16 @@ test('imagesToModel hands the PNG to the model as a file part', { timeout: 12000
   const files = seen.value.filter((p) => p.type !== 'text');
   assert.equal(files.length, 1, JSON.stringify(seen.value.map((p) => p.type)));
   assert.equal(files[0].mediaType, 'image/png');
-  assert.deepEqual(Buffer.from(files[0].data, 'base64').subarray(0, 8), PNG_SIGNATURE);
+  // ai 7's prompt has a file part with tagged data; ai 6's the base64 itself.
+  let data = files[0].data;
+  if (aiVersion === '7') {
+    assert.equal(files[0].type, 'file');
+    assert.equal(data.type, 'data');
+    data = data.data;
+  } else {
+    assert.equal(files[0].type, 'file-data');
+  }
+  assert.deepEqual(Buffer.from(data, 'base64').subarray(0, 8), PNG_SIGNATURE);
 });
 
 test('a Python error gives its name, value and a traceback without ANSI codes', { timeout: 120000 }, async () => {
@@ -164,7 +173,7 @@ test('an aborted tool call interrupts the kernel, which keeps its state; onOutpu
     },
   });
   await runOnce(tools, 'survivor = "still here"');
-  const output = await tools.runPython.execute(
+  const output = await tools.runCode.execute(
     { code: "import time\nprint('working', flush=True)\ntime.sleep(60)" },
     { toolCallId: 'abort-1', messages: [], abortSignal: controller.signal }
   );
@@ -180,15 +189,15 @@ test('a conversation whose kernel is gone gets a new one, and the result says so
   const tools = toolsFor(sessionId);
   const [first] = await runOnce(tools, 'lost = 1');
   assert.equal(first.note, undefined);
-  const { kernelId } = await store.get(sessionId);
+  const kernelId = (await store.get(sessionId)).kernels.python;
   assert.equal((await api('DELETE', `api/kernels/${kernelId}`)).status, 204);
 
   const [second] = await runOnce(tools, "'lost' in globals()");
   assert.equal(second.result, 'False');
   assert.match(second.note, /new one was started/);
   const now = await store.get(sessionId);
-  assert.notEqual(now.kernelId, kernelId);
-  assert.equal((await api('GET', `api/kernels/${now.kernelId}`)).status, 200);
+  assert.notEqual(now.kernels.python, kernelId);
+  assert.equal((await api('GET', `api/kernels/${now.kernels.python}`)).status, 200);
 
   const [third] = await runOnce(tools, '1 + 1');
   assert.equal(third.note, undefined);

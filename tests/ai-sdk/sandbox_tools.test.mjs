@@ -1,12 +1,11 @@
 // The tools in their default mode, a sandbox per conversation, against a
-// real sandgate: runShell, uploads (read with pandas), readFile, and an
-// expired sandbox recreated with a note. NOT REGISTERED in CTest until the
-// gateway serves the Sandgate API of docs/api.md and the test gateway runs
-// sandboxed (commands run only in sandboxes); run by hand with:
-//   python3 ../e2e/run_with_gateway.py -- node --test $PWD/sandbox_tools.test.mjs
+// real sandgate with real sandboxes (commands run only in sandboxes): runShell,
+// uploads (read with pandas), readFile, and an expired sandbox recreated with
+// a note. By hand:
+//   python3 ../e2e/run_with_gateway.py --sandboxed -- node --test $PWD/sandbox_tools.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ai, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults } from './support.mjs';
+import { ai, sdk, url, token, kernelName, api, newSessionId, scriptedModel, callTool, answer, lastToolOutputs, toolResults, waitFor } from './support.mjs';
 
 const { generateText, stepCountIs } = ai;
 const { createSandgateTools, Sandgate, InMemorySessionStore } = sdk;
@@ -35,8 +34,7 @@ async function run(tools, toolName, input) {
 async function expire(sessionId) {
   const { sandboxId } = await store.get(sessionId);
   await sandgate.client.setSandboxTtl(sandboxId, 1);
-  await new Promise((r) => setTimeout(r, 3000));
-  assert.equal((await api('GET', `api/sandboxes/${sandboxId}`)).body.reason, 'expired');
+  await waitFor('the sandbox to expire', 20000, async () => (await api('GET', `api/sandboxes/${sandboxId}`)).body.reason === 'expired');
   return sandboxId;
 }
 
@@ -75,25 +73,25 @@ test('an uploaded CSV is read with pandas', { timeout: 120000 }, async () => {
   assert.equal(up.size, 40);
   assert.match(up.hint, /\/workspace\/sales\.csv/);
   const model = scriptedModel([
-    callTool('runPython', { code: `import pandas as pd\ndf = pd.read_csv(${JSON.stringify(up.path)})\nint(df.groupby('region').amount.sum()['north'])` }),
+    callTool('runCode', { code: `import pandas as pd\ndf = pd.read_csv(${JSON.stringify(up.path)})\nint(df.groupby('region').amount.sum()['north'])` }),
     (prompt) => answer(`north sold ${lastToolOutputs(prompt)[0].value.result}`),
   ]);
   const result = await generateText({ model, tools, prompt: up.hint, stopWhen: stepCountIs(4) });
   assert.equal(toolResults(result)[0].output.result, '15');
   assert.match(result.text, /north sold 15/);
   // The kernel runs in the conversation's sandbox.
-  const { sandboxId, kernelId } = await store.get(sessionId);
-  assert.equal((await api('GET', `api/kernels/${kernelId}`)).body.sandbox_id, sandboxId);
+  const { sandboxId, kernels } = await store.get(sessionId);
+  assert.equal((await api('GET', `api/kernels/${kernels.python}`)).body.sandbox_id, sandboxId);
 });
 
-test('runPython and runShell share the workspace', { timeout: 120000 }, async () => {
+test('runCode and runShell share the workspace', { timeout: 120000 }, async () => {
   const sessionId = newSessionId('shared');
   const tools = toolsFor(sessionId);
-  const py = await run(tools, 'runPython', { code: "open('/workspace/from_python.txt', 'w').write('hello')" });
+  const py = await run(tools, 'runCode', { code: "open('/workspace/from_python.txt', 'w').write('hello')" });
   assert.equal(py.error, null);
   assert.equal((await run(tools, 'runShell', { command: 'cat /workspace/from_python.txt' })).stdout, 'hello');
   await run(tools, 'runShell', { command: 'echo 42 > /workspace/from_shell.txt' });
-  assert.equal((await run(tools, 'runPython', { code: "int(open('/workspace/from_shell.txt').read())" })).result, '42');
+  assert.equal((await run(tools, 'runCode', { code: "int(open('/workspace/from_shell.txt').read())" })).result, '42');
   assert.equal(text(await sandgate.readFile(sessionId, 'from_python.txt')), 'hello');
 });
 
@@ -111,13 +109,13 @@ test('runShell in an expired sandbox gets a new one, and the result says so', { 
   assert.equal(again.note, undefined);
 });
 
-test('runPython in an expired sandbox gets a new one, and the result says so', { timeout: 120000 }, async () => {
+test('runCode in an expired sandbox gets a new one, and the result says so', { timeout: 120000 }, async () => {
   const sessionId = newSessionId('expired-python');
   const tools = toolsFor(sessionId);
-  const first = await run(tools, 'runPython', { code: 'x = 1' });
+  const first = await run(tools, 'runCode', { code: 'x = 1' });
   assert.equal(first.note, undefined);
   const old = await expire(sessionId);
-  const second = await run(tools, 'runPython', { code: "'x' in globals()" });
+  const second = await run(tools, 'runCode', { code: "'x' in globals()" });
   assert.equal(second.result, 'False');
   assert.match(second.note, /sandbox of this conversation had expired; a new one was created/);
   const now = await store.get(sessionId);

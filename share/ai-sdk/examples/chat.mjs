@@ -8,10 +8,17 @@
 //   npm install @ai-sdk/openai && OPENAI_API_KEY=... SANDGATE_MODEL=openai:gpt-4.1-mini node examples/chat.mjs
 //   npm install @ai-sdk/anthropic && ANTHROPIC_API_KEY=... SANDGATE_MODEL=anthropic:claude-sonnet-4-5 node examples/chat.mjs
 // Without SANDGATE_MODEL a scripted mock model (from ai/test) runs each line
-// you type as Python with runPython (lines starting with `!` with runShell)
-// and reports what came back: the whole loop, no key needed.
+// you type with runCode, as Python, or in the language a prefix names:
+//   %js const xs = [3, 1, 4]; display.html(`<b>${xs.length}</b>`); xs.reduce((a, b) => a + b)
+//   %ts / %r / %bash / %python
+// (lines starting with `!` with runShell), and reports what came back: the
+// whole loop, no key needed.
 //
-// SANDGATE_SANDBOX=0 uses a kernel per conversation without the sandbox API
+// SANDGATE_NETWORK sets the sandbox's network (a mode, or a JSON allow-list
+// within the gateway's ceiling), e.g.
+//   SANDGATE_NETWORK='{"mode":"allow","hosts":["pypi.org","files.pythonhosted.org"],"ports":[443]}'
+// and `/network VALUE` (same form) changes it during the chat with setNetwork.
+// SANDGATE_SANDBOX=0 uses kernels per conversation without the sandbox API
 // (for gateways that serve only the Kernel Gateway API; no runShell then).
 // Charts are saved as PNG files under ./sandgate-displays/.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -22,14 +29,17 @@ import { Sandgate, createSandgateTools } from '@sandgate/ai-sdk';
 
 const url = process.env.SANDGATE_URL ?? 'http://127.0.0.1:8888';
 const token = process.env.SANDGATE_TOKEN;
-const sandgate = new Sandgate({ url, token, sandbox: process.env.SANDGATE_SANDBOX === '0' ? false : { ttl_s: 3600 } });
+const network = process.env.SANDGATE_NETWORK ? parseNetwork(process.env.SANDGATE_NETWORK) : undefined;
+const sandbox = process.env.SANDGATE_SANDBOX === '0' ? false : { ttl_s: 3600, ...(network ? { network } : {}) };
+const sandgate = new Sandgate({ url, token, sandbox });
 const sessionId = `chat-${Date.now()}`;
 const tools = createSandgateTools({ sandgate, sessionId });
 const model = process.env.SANDGATE_MODEL ? await providerModel(process.env.SANDGATE_MODEL) : await scriptedModel();
 
 const system =
-  'You are a data analyst with a Python sandbox. Use runPython to compute and plot; ' +
-  'state is kept between calls. Use runShell for shell commands. Answer briefly.';
+  'You are a data analyst with a sandbox. Use runCode to compute and plot (Python unless another ' +
+  'language suits better); state is kept between calls of a language. Use runShell for shell ' +
+  'commands. Answer briefly.';
 const messages = [];
 const rl = createInterface({ input: process.stdin });
 console.log(`sandgate chat (${process.env.SANDGATE_MODEL ?? 'scripted mock model'}); an empty line ends it.`);
@@ -40,6 +50,11 @@ try {
     const line = raw.trim();
     if (!line) break;
     if (!process.stdin.isTTY) process.stdout.write(line + '\n');
+    if (line.startsWith('/network ')) {
+      await changeNetwork(line.slice('/network '.length));
+      process.stdout.write('\nyou> ');
+      continue;
+    }
     messages.push({ role: 'user', content: line });
     const result = streamText({ model, system, messages, tools, stopWhen: stepCountIs(8) });
     process.stdout.write('assistant> ');
@@ -55,6 +70,22 @@ try {
 } finally {
   rl.close();
   await sandgate.endSession(sessionId);
+}
+
+// A network mode (`none`, `open`, ...) or a JSON allow-list.
+function parseNetwork(text) {
+  const t = text.trim();
+  return t.startsWith('{') || t.startsWith('"') ? JSON.parse(t) : t;
+}
+
+async function changeNetwork(text) {
+  try {
+    const { value } = await sandgate.setNetwork(sessionId, parseNetwork(text));
+    console.log(`  network: ${JSON.stringify(value.network)}`);
+  } catch (e) {
+    // NetworkRefusedError (above the gateway's ceiling, e.host names the host), InvalidNetworkError, ...
+    console.log(`  [${e.name}] ${e.message}`);
+  }
 }
 
 async function showToolResult(output) {
@@ -95,14 +126,16 @@ async function providerModel(spec) {
   return factory(spec.slice(i + 1));
 }
 
-// A MockLanguageModelV3 that turns each user line into a tool call, then
-// reports the tool result it reads back from the prompt.
+// A mock model (MockLanguageModelV4 on ai 7, V3 on ai 6) that turns each user
+// line into a tool call, then reports the tool result it reads back from the prompt.
 async function scriptedModel() {
-  const { MockLanguageModelV3, simulateReadableStream } = await import('ai/test');
+  const { MockLanguageModelV4, MockLanguageModelV3, simulateReadableStream } = await import('ai/test');
+  const MockLanguageModel = MockLanguageModelV4 ?? MockLanguageModelV3;
+  const prefixes = { '%python': 'python', '%py': 'python', '%javascript': 'javascript', '%js': 'javascript', '%typescript': 'typescript', '%ts': 'typescript', '%r': 'r', '%bash': 'bash' };
   const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } };
   let n = 0;
   const stream = (chunks) => ({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...chunks] }) });
-  return new MockLanguageModelV3({
+  return new MockLanguageModel({
     doStream: async ({ prompt }) => {
       const last = prompt.at(-1);
       if (last.role === 'tool') {
@@ -117,9 +150,11 @@ async function scriptedModel() {
         ]);
       }
       const line = last.content.filter((p) => p.type === 'text').map((p) => p.text).join('\n');
+      const [first, ...rest] = line.split(' ');
+      const language = prefixes[first];
       const call = line.startsWith('!')
         ? { toolName: 'runShell', input: JSON.stringify({ command: line.slice(1) }) }
-        : { toolName: 'runPython', input: JSON.stringify({ code: line }) };
+        : { toolName: 'runCode', input: JSON.stringify(language ? { code: rest.join(' '), language } : { code: line }) };
       return stream([
         { type: 'tool-call', toolCallId: `call-${++n}`, ...call },
         { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage },

@@ -1,7 +1,7 @@
 // SandgateClient: the gateway's HTTP API (docs/api.md) and the Jupyter
 // channels WebSocket. It holds no sandbox or kernel objects: every call takes
 // the id, which is the durable handle a caller keeps in its own store.
-import { SandgateError } from './errors.js';
+import { SandgateError, networkError } from './errors.js';
 import { ExecutionCollector, type ExecuteCallbacks } from './execution.js';
 import { KernelChannel } from './kernel-channel.js';
 import { encodePath, request, requestJson, type HttpOptions } from './http.js';
@@ -13,6 +13,8 @@ import type {
   ExecuteResult,
   FileEntry,
   KernelModel,
+  KernelspecList,
+  Network,
   Sandbox,
   StartKernelRequest,
   UploadedFile,
@@ -92,9 +94,17 @@ export class SandgateClient {
 
   // --- Sandboxes -------------------------------------------------------------
 
-  /** `POST /api/sandboxes`. */
+  /**
+   * `POST /api/sandboxes`. A `network` above the operator's ceiling is a
+   * `NetworkRefusedError` (403, naming the host, cidr, port or limit), a
+   * malformed one an `InvalidNetworkError` (400).
+   */
   async createSandbox(body: CreateSandboxRequest = {}): Promise<Sandbox> {
-    return requestJson(this.http, 'POST', 'api/sandboxes', { json: body, timeoutMs: this.timeoutMs });
+    try {
+      return await requestJson(this.http, 'POST', 'api/sandboxes', { json: body, timeoutMs: this.timeoutMs });
+    } catch (e) {
+      throw body.network === undefined ? e : networkError(e, false);
+    }
   }
 
   /** `GET /api/sandboxes/{id}`; a SandgateError with status 404 (reason `expired`, `culled`, ...) when gone. */
@@ -115,12 +125,34 @@ export class SandgateClient {
     return requestJson(this.http, 'PATCH', `api/sandboxes/${seg(id)}`, { json: { ttl_s: ttlS }, timeoutMs: this.timeoutMs });
   }
 
+  /**
+   * `PATCH /api/sandboxes/{id}/network`: the sandbox's network from now on;
+   * new connections follow it at once, open ones it no longer allows are
+   * closed. Above the operator's ceiling: `NetworkRefusedError` (403, its
+   * `host` names the host); malformed: `InvalidNetworkError` (400). A sandbox
+   * created without egress may not be able to change its mode (409, a
+   * SandgateError whose message says so).
+   */
+  async setSandboxNetwork(id: string, network: Network): Promise<Sandbox> {
+    const path = `api/sandboxes/${seg(id)}/network`;
+    try {
+      return await requestJson(this.http, 'PATCH', path, { json: network, timeoutMs: this.timeoutMs });
+    } catch (e) {
+      throw networkError(e, true);
+    }
+  }
+
   /** `DELETE /api/sandboxes/{id}`: kills its kernels and commands and frees everything. */
   async deleteSandbox(id: string): Promise<void> {
     await request(this.http, 'DELETE', `api/sandboxes/${seg(id)}`, { timeoutMs: this.timeoutMs });
   }
 
   // --- Kernels ("contexts") --------------------------------------------------
+
+  /** `GET /api/kernelspecs`: the gateway's default kernelspec and every kernelspec by name. */
+  async listKernelspecs(): Promise<KernelspecList> {
+    return requestJson(this.http, 'GET', 'api/kernelspecs', { timeoutMs: this.timeoutMs });
+  }
 
   /** `POST /api/kernels`: a kernel in `sandbox_id`, or in a sandbox of its own without it. */
   async startKernel(body: StartKernelRequest = {}): Promise<KernelModel> {

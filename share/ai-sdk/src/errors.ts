@@ -36,6 +36,73 @@ export class SandgateError extends Error {
   }
 }
 
+/**
+ * The gateway refused a network policy (`403 network_refused`): it asks for more
+ * than the operator's ceiling. `what` and `value` name what is above it, as the
+ * gateway's message does (`host x.example`, `port 8080`, `mode "open"`, ...).
+ */
+export class NetworkRefusedError extends SandgateError {
+  /** `host`, `cidr`, `port`, `mode`, `max_connections` or `bytes_per_second`; undefined when the message names none. */
+  readonly what: string | undefined;
+  /** The host, cidr, port, mode or limit that is above the ceiling. */
+  readonly value: string | undefined;
+
+  constructor(message: string, request?: string, options?: { cause?: unknown }) {
+    super(403, 'network_refused', message, request, options);
+    this.name = 'NetworkRefusedError';
+    const m = /^network: (host|cidr|port|network mode|max_connections|bytes_per_second) "?([^"\s]+)"? is outside/.exec(message);
+    this.what = m ? (m[1] === 'network mode' ? 'mode' : m[1]) : undefined;
+    this.value = m?.[2];
+  }
+
+  /** The host above the ceiling, when that is what the gateway named. */
+  get host(): string | undefined {
+    return this.what === 'host' ? this.value : undefined;
+  }
+}
+
+/** The gateway found a network policy malformed (400); the message names the field. */
+export class InvalidNetworkError extends SandgateError {
+  constructor(message: string, request?: string, options?: { cause?: unknown }) {
+    super(400, 'invalid_network', message, request, options);
+    this.name = 'InvalidNetworkError';
+  }
+}
+
+/**
+ * The typed form of an error answering a request that carried a network
+ * policy: 403 `network_refused` and, when `wholeBodyIsNetwork` (PATCH .../network)
+ * or the message is about `network`, 400. Anything else is returned as it is.
+ */
+export function networkError(e: unknown, wholeBodyIsNetwork: boolean): unknown {
+  if (!(e instanceof SandgateError)) return e;
+  if (e.status === 403 && e.reason === 'network_refused') return new NetworkRefusedError(e.message, e.request, { cause: e });
+  if (e.status === 400 && (wholeBodyIsNetwork || /^network\b/.test(e.message))) return new InvalidNetworkError(e.message, e.request, { cause: e });
+  return e;
+}
+
+/** A language whose kernelspec the gateway does not have. */
+export class KernelspecMissingError extends SandgateError {
+  constructor(
+    /** The kernelspec that was asked for. */
+    readonly kernelspec: string,
+    /** The language it was to run. */
+    readonly language: string,
+    /** The kernelspecs the gateway has. */
+    readonly available: string[],
+    request?: string
+  ) {
+    super(
+      404,
+      'no_kernelspec',
+      `This gateway has no kernelspec "${kernelspec}", so ${language} code cannot run here ` +
+        `(its kernelspecs: ${available.join(', ') || 'none'}). Use another language.`,
+      request
+    );
+    this.name = 'KernelspecMissingError';
+  }
+}
+
 export function isSandgateError(e: unknown): e is SandgateError {
   return e instanceof SandgateError;
 }

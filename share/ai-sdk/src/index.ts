@@ -1,7 +1,15 @@
 export { SandgateClient, type SandgateClientOptions, type ExecuteOptions } from './client.js';
-export { SandgateError, isSandgateError, GONE_REASONS } from './errors.js';
+export {
+  SandgateError,
+  NetworkRefusedError,
+  InvalidNetworkError,
+  KernelspecMissingError,
+  isSandgateError,
+  GONE_REASONS,
+} from './errors.js';
+export { LANGUAGES, DEFAULT_KERNELSPECS, LANGUAGE_NAMES, type Language } from './languages.js';
 export type { ExecuteCallbacks } from './execution.js';
-export { Sandgate, type SandgateOptions, type SessionCall } from './sandgate.js';
+export { Sandgate, type SandgateOptions, type RunCodeOptions, type SessionCall } from './sandgate.js';
 export {
   InMemorySessionStore,
   InMemoryDisplayStore,
@@ -15,10 +23,11 @@ export {
 export {
   createSandgateTools,
   type SandgateToolsOptions,
-  type RunPythonOutput,
+  type RunCodeOutput,
   type RunShellOutput,
   type DisplayRef,
   type OutputEvent,
+  egressNote,
 } from './tools.js';
 export { stripAnsi, trimMiddle } from './text.js';
 export type * from './types.js';

@@ -1,11 +1,13 @@
-// Sandgate: conversations mapped to sandboxes and kernels. It keeps ids in a
-// SessionStore and nothing else between calls; when a stored sandbox or
-// kernel is gone (404: expired, culled, deleted or unknown) it creates a new
-// one, runs the request there and says so in a note.
+// Sandgate: conversations mapped to sandboxes and kernels (one per language,
+// started on first use). It keeps ids in a SessionStore and nothing else
+// between calls; when a stored sandbox or kernel is gone (404: expired,
+// culled, deleted or unknown) it creates a new one, runs the request there
+// and says so in a note.
 import { SandgateClient, type SandgateClientOptions, type ExecuteOptions } from './client.js';
-import { SandgateError } from './errors.js';
+import { KernelspecMissingError, SandgateError } from './errors.js';
+import { DEFAULT_KERNELSPECS, LANGUAGES, LANGUAGE_NAMES, isLanguage, type Language } from './languages.js';
 import { defaultDisplayStore, defaultSessionStore, type DisplayStore, type SessionRecord, type SessionStore, type StoredDisplay } from './stores.js';
-import type { CommandRequest, CommandResult, CreateSandboxRequest, ExecuteResult } from './types.js';
+import type { CommandRequest, CommandResult, CreateSandboxRequest, ExecuteResult, Network, Sandbox } from './types.js';
 
 export interface SandgateOptions extends SandgateClientOptions {
   /** Conversation id → sandbox and kernel ids. The process-wide in-memory store by default. */
@@ -15,16 +17,29 @@ export interface SandgateOptions extends SandgateClientOptions {
   /** Kernelspec of the Python kernel; the gateway's default (`python`) when absent. */
   kernelName?: string;
   /**
+   * Kernelspecs by language, over the defaults: python → `kernelName` or the
+   * gateway's default, javascript → `javascript`, typescript → `typescript`,
+   * r → `ir`, bash → `bash`.
+   */
+  kernelNames?: Partial<Record<Language, string>>;
+  /**
    * The sandbox each conversation gets (`POST /api/sandboxes` body; `metadata.conversation`
-   * is set to the conversation id). `false`: no sandbox API, each conversation
-   * gets a kernel of its own (`POST /api/kernels` without `sandbox_id`); runShell
-   * and files then are unavailable.
+   * is set to the conversation id), e.g. `{ ttl_s: 3600, network: 'none' }`.
+   * `false`: no sandbox API, each conversation gets kernels of its own
+   * (`POST /api/kernels` without `sandbox_id`, so each in a sandbox of its
+   * own); runShell, files and setNetwork then are unavailable.
    */
   sandbox?: CreateSandboxRequest | false;
   /** Where the sandbox's workspace is mounted, as code inside sees it. */
   workspacePath?: string;
   /** An existing client to use instead of one built from these options. */
   client?: SandgateClient;
+}
+
+/** Options of `Sandgate.runCode`: how to execute, and in which language. */
+export interface RunCodeOptions extends ExecuteOptions {
+  /** The language, and so the kernel, the code runs in (default `python`). */
+  language?: Language;
 }
 
 /** What a call did besides its answer: the id it used, and a note when it had to start over. */
@@ -50,6 +65,15 @@ async function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+function ignoreNotFound(e: unknown): void {
+  if (!(e instanceof SandgateError) || e.status !== 404) throw e;
+}
+
+/** The note of a call that found the conversation's sandbox gone and made a new one. */
+function sandboxGoneNote(e: SandgateError): string {
+  return `The sandbox of this conversation ${gonePhrase(e)}; a new one was created: files and the state of every kernel from before are gone.`;
+}
+
 /** How a note says what happened to a sandbox or kernel that answered 404. */
 function gonePhrase(e: SandgateError): string {
   switch (e.reason) {
@@ -69,6 +93,7 @@ export class Sandgate {
   readonly store: SessionStore;
   readonly displays: DisplayStore;
   readonly kernelName: string | undefined;
+  readonly kernelNames: Readonly<Partial<Record<Language, string>>>;
   readonly sandbox: CreateSandboxRequest | false;
   readonly workspacePath: string;
 
@@ -77,6 +102,7 @@ export class Sandgate {
     this.store = options.store ?? defaultSessionStore;
     this.displays = options.displays ?? defaultDisplayStore;
     this.kernelName = options.kernelName;
+    this.kernelNames = { ...options.kernelNames };
     this.sandbox = options.sandbox ?? {};
     this.workspacePath = (options.workspacePath ?? '/workspace').replace(/\/+$/, '');
   }
@@ -93,20 +119,66 @@ export class Sandgate {
     return path.replace(/^\.\//, '');
   }
 
-  /** Runs Python in the conversation's kernel, starting (or restarting) what is missing. */
-  runCode(sessionId: string, code: string, options: ExecuteOptions = {}): Promise<SessionCall<ExecuteResult>> {
+  /** The kernelspec a language runs on; undefined for the gateway's default. */
+  kernelspecFor(language: Language): string | undefined {
+    return this.kernelNames[language] ?? (language === 'python' ? this.kernelName : undefined) ?? DEFAULT_KERNELSPECS[language];
+  }
+
+  /**
+   * Runs code in the conversation's kernel of `options.language` (default
+   * python), starting (or restarting) what is missing. A language whose
+   * kernelspec the gateway lacks is a KernelspecMissingError.
+   */
+  runCode(sessionId: string, code: string, options: RunCodeOptions = {}): Promise<SessionCall<ExecuteResult>> {
+    const { language = 'python', ...execute } = options;
+    if (!isLanguage(language))
+      return Promise.reject(new SandgateError(400, 'invalid_language', `Unknown language ${JSON.stringify(language)}; one of ${LANGUAGES.join(', ')}`));
     return serialized(sessionId, async () => {
       const rec = await this.load(sessionId);
-      let note = await this.ensureKernel(sessionId, rec);
+      let note = await this.ensureKernel(sessionId, rec, language);
       try {
-        return { value: await this.client.execute(rec.kernelId!, code, options), record: rec, note };
+        return { value: await this.client.execute(rec.kernels[language]!, code, execute), record: rec, note };
       } catch (e) {
         if (!(e instanceof SandgateError) || e.status !== 404) throw e;
         // The code never ran: the kernel (or its sandbox) was gone. Start again and run it.
-        note = await this.replaceKernel(sessionId, rec, e);
-        return { value: await this.client.execute(rec.kernelId!, code, options), record: rec, note };
+        note = await this.replaceKernel(sessionId, rec, language, e);
+        return { value: await this.client.execute(rec.kernels[language]!, code, execute), record: rec, note };
       }
     });
+  }
+
+  /**
+   * Sets the network of the conversation's sandbox (`PATCH /api/sandboxes/{id}/network`),
+   * or creates the sandbox with it when the conversation has none yet (or its
+   * sandbox is gone). A sandbox made again for the conversation later gets it
+   * too. Above the operator's ceiling: `NetworkRefusedError`; malformed:
+   * `InvalidNetworkError`.
+   */
+  setNetwork(sessionId: string, network: Network): Promise<SessionCall<Sandbox>> {
+    return serialized(sessionId, async () => {
+      if (this.sandbox === false) throw new SandgateError(400, 'no_sandbox_api', 'This tool set runs without sandboxes (sandbox: false)');
+      const rec = await this.load(sessionId);
+      rec.network = network;
+      let note: string | undefined;
+      if (rec.sandboxId) {
+        try {
+          const value = await this.client.setSandboxNetwork(rec.sandboxId, network);
+          await this.store.set(sessionId, rec);
+          return { value, record: rec };
+        } catch (e) {
+          if (!(e instanceof SandgateError) || e.status !== 404) throw e;
+          note = sandboxGoneNote(e);
+        }
+      }
+      const value = await this.newSandbox(sessionId, rec);
+      return note ? { value, record: rec, note } : { value, record: rec };
+    });
+  }
+
+  /** The conversation's sandbox as the gateway shows it (network, limits, kernels), or undefined when it has none. */
+  async getSandbox(sessionId: string): Promise<Sandbox | undefined> {
+    const rec = await this.store.get(sessionId);
+    return rec?.sandboxId ? this.client.getSandbox(rec.sandboxId) : undefined;
   }
 
   /** Runs a command in the conversation's sandbox. */
@@ -123,7 +195,7 @@ export class Sandgate {
     return this.inSandbox(sessionId, (sandboxId) => this.client.uploadFile(sandboxId, this.relativePath(name), content)).then(
       ({ value, note }) => {
         const path = this.sandboxPath(value.path);
-        const hint = `The user uploaded ${name} (${value.size} bytes); it is at ${path} in the sandbox, where runPython and runShell can read it.`;
+        const hint = `The user uploaded ${name} (${value.size} bytes); it is at ${path} in the sandbox, where runCode and runShell can read it.`;
         return note ? { path, size: value.size, hint, note } : { path, size: value.size, hint };
       }
     );
@@ -141,16 +213,16 @@ export class Sandgate {
     return this.displays.get(id);
   }
 
-  /** Deletes the conversation's sandbox (or kernel) and forgets it. */
+  /** Deletes the conversation's sandbox (or its kernels) and forgets it. */
   async endSession(sessionId: string): Promise<void> {
     return serialized(sessionId, async () => {
       const rec = await this.store.get(sessionId);
       await this.store.delete(sessionId);
       try {
         if (rec?.sandboxId) await this.client.deleteSandbox(rec.sandboxId);
-        else if (rec?.kernelId) await this.client.deleteKernel(rec.kernelId);
+        else for (const id of Object.values(rec?.kernels ?? {})) await this.client.deleteKernel(id).catch(ignoreNotFound);
       } catch (e) {
-        if (!(e instanceof SandgateError) || e.status !== 404) throw e;
+        ignoreNotFound(e);
       }
     });
   }
@@ -159,57 +231,73 @@ export class Sandgate {
 
   private async load(sessionId: string): Promise<SessionRecord> {
     const rec = await this.store.get(sessionId);
-    return rec ? { ...rec } : { sandboxId: null, kernelId: null };
+    if (!rec) return { sandboxId: null, kernels: {} };
+    const copy = structuredClone(rec);
+    copy.kernels ??= {};
+    return copy;
   }
 
-  private async newSandbox(sessionId: string, rec: SessionRecord): Promise<void> {
+  private async newSandbox(sessionId: string, rec: SessionRecord): Promise<Sandbox> {
     if (this.sandbox === false) throw new SandgateError(400, 'no_sandbox_api', 'This tool set runs without sandboxes (sandbox: false)');
     const body: CreateSandboxRequest = { ...this.sandbox, metadata: { ...this.sandbox.metadata, conversation: sessionId.slice(0, 256) } };
-    rec.sandboxId = (await this.client.createSandbox(body)).id;
-    rec.kernelId = null;
+    if (rec.network !== undefined) body.network = rec.network;
+    const sandbox = await this.client.createSandbox(body);
+    rec.sandboxId = sandbox.id;
+    rec.kernels = {};
     await this.store.set(sessionId, rec);
+    return sandbox;
   }
 
-  private async newKernel(sessionId: string, rec: SessionRecord): Promise<void> {
+  private async newKernel(sessionId: string, rec: SessionRecord, language: Language): Promise<void> {
+    const name = this.kernelspecFor(language);
     const body: { name?: string; sandbox_id?: string } = {};
-    if (this.kernelName) body.name = this.kernelName;
+    if (name) body.name = name;
     if (rec.sandboxId) body.sandbox_id = rec.sandboxId;
-    rec.kernelId = (await this.client.startKernel(body)).id;
+    try {
+      rec.kernels[language] = (await this.client.startKernel(body)).id;
+    } catch (e) {
+      // 404 is the sandbox gone, or a kernelspec this gateway does not have.
+      if (name && e instanceof SandgateError && e.status === 404) {
+        const specs = await this.client.listKernelspecs();
+        if (!(name in specs.kernelspecs)) throw new KernelspecMissingError(name, language, Object.keys(specs.kernelspecs), e.request);
+      }
+      throw e;
+    }
     await this.store.set(sessionId, rec);
   }
 
-  /** Makes sure the record names a sandbox (in sandbox mode) and a kernel; a note when it had to start over. */
-  private async ensureKernel(sessionId: string, rec: SessionRecord): Promise<string | undefined> {
+  /** Makes sure the record names a sandbox (in sandbox mode) and a kernel of the language; a note when it had to start over. */
+  private async ensureKernel(sessionId: string, rec: SessionRecord, language: Language): Promise<string | undefined> {
     if (this.sandbox !== false && !rec.sandboxId) await this.newSandbox(sessionId, rec);
-    if (rec.kernelId) return undefined;
+    if (rec.kernels[language]) return undefined;
     try {
-      await this.newKernel(sessionId, rec);
+      await this.newKernel(sessionId, rec, language);
       return undefined;
     } catch (e) {
-      if (!(e instanceof SandgateError) || e.status !== 404 || !rec.sandboxId) throw e;
-      const note = `The sandbox of this conversation ${gonePhrase(e)}; a new one was created: files and Python state from before are gone.`;
+      if (!(e instanceof SandgateError) || e.status !== 404 || e instanceof KernelspecMissingError || !rec.sandboxId) throw e;
       await this.newSandbox(sessionId, rec);
-      await this.newKernel(sessionId, rec);
-      return note;
+      await this.newKernel(sessionId, rec, language);
+      return sandboxGoneNote(e);
     }
   }
 
   /** After a 404 on the kernel: a new kernel, in a new sandbox when the old one is gone too. */
-  private async replaceKernel(sessionId: string, rec: SessionRecord, cause: SandgateError): Promise<string> {
+  private async replaceKernel(sessionId: string, rec: SessionRecord, language: Language, cause: SandgateError): Promise<string> {
+    const kernel = `The ${LANGUAGE_NAMES[language]} kernel of this conversation`;
     if (rec.sandboxId) {
       try {
         await this.client.getSandbox(rec.sandboxId);
       } catch (e) {
         if (!(e instanceof SandgateError) || e.status !== 404) throw e;
         await this.newSandbox(sessionId, rec);
-        await this.newKernel(sessionId, rec);
-        return `The sandbox of this conversation ${gonePhrase(e)}; a new one was created: files and Python state from before are gone.`;
+        await this.newKernel(sessionId, rec, language);
+        return sandboxGoneNote(e);
       }
-      await this.newKernel(sessionId, rec);
-      return 'The Python kernel of this conversation had ended; a new one was started: variables and imports from before are gone, files in the workspace are kept.';
+      await this.newKernel(sessionId, rec, language);
+      return `${kernel} had ended; a new one was started: its variables and imports from before are gone, files in the workspace are kept.`;
     }
-    await this.newKernel(sessionId, rec);
-    return `The Python kernel of this conversation ${gonePhrase(cause)}; a new one was started: variables and imports from before are gone.`;
+    await this.newKernel(sessionId, rec, language);
+    return `${kernel} ${gonePhrase(cause)}; a new one was started: variables and imports from before are gone.`;
   }
 
   /** Runs `fn` with the conversation's sandbox id, replacing a sandbox that is gone. */
@@ -228,8 +316,7 @@ export class Sandgate {
         } catch (e2) {
           if (!(e2 instanceof SandgateError) || e2.status !== 404) throw e2;
           await this.newSandbox(sessionId, rec);
-          const note = `The sandbox of this conversation ${gonePhrase(e2)}; a new one was created: files and Python state from before are gone.`;
-          return { value: await fn(rec.sandboxId!), record: rec, note };
+          return { value: await fn(rec.sandboxId!), record: rec, note: sandboxGoneNote(e2) };
         }
         throw e;
       }

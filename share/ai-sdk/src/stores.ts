@@ -2,13 +2,17 @@
 // bundles wait for the UI. Both are interfaces so that a deployment with
 // several server processes can keep them in Redis or Postgres; the in-memory
 // defaults are shared by everything in one process.
+import type { Language } from './languages.js';
+import type { Network } from './types.js';
 
 /** What the tools remember about one conversation: ids only, never objects. */
 export interface SessionRecord {
   /** The conversation's sandbox; null when the tools run without the sandbox API (`sandbox: false`). */
   sandboxId: string | null;
-  /** The conversation's Python kernel, once started. */
-  kernelId: string | null;
+  /** The conversation's kernels by language (`python`, `javascript`, ...), each started on first use. */
+  kernels: Partial<Record<Language, string>>;
+  /** The network `setNetwork` gave the conversation; a sandbox made again for it gets the same. */
+  network?: Network;
 }
 
 /**
@@ -25,16 +29,16 @@ export interface SessionRecord {
  *   async delete(id) { await redis.del(`sandgate:${id}`); },
  * };
  *
- * // Postgres: CREATE TABLE sandgate_sessions (id text PRIMARY KEY, sandbox_id text, kernel_id text);
+ * // Postgres: CREATE TABLE sandgate_sessions (id text PRIMARY KEY, record jsonb NOT NULL);
  * const pgStore: SessionStore = {
  *   async get(id) {
- *     const r = await pool.query('SELECT sandbox_id, kernel_id FROM sandgate_sessions WHERE id = $1', [id]);
- *     return r.rows[0] ? { sandboxId: r.rows[0].sandbox_id, kernelId: r.rows[0].kernel_id } : undefined;
+ *     const r = await pool.query('SELECT record FROM sandgate_sessions WHERE id = $1', [id]);
+ *     return r.rows[0]?.record;
  *   },
  *   async set(id, rec) {
  *     await pool.query(
- *       `INSERT INTO sandgate_sessions VALUES ($1, $2, $3)
- *        ON CONFLICT (id) DO UPDATE SET sandbox_id = $2, kernel_id = $3`, [id, rec.sandboxId, rec.kernelId]);
+ *       `INSERT INTO sandgate_sessions VALUES ($1, $2)
+ *        ON CONFLICT (id) DO UPDATE SET record = $2`, [id, JSON.stringify(rec)]);
  *   },
  *   async delete(id) { await pool.query('DELETE FROM sandgate_sessions WHERE id = $1', [id]); },
  * };
@@ -61,12 +65,12 @@ export class InMemorySessionStore implements SessionStore {
       this.map.delete(sessionId);
       this.map.set(sessionId, r);
     }
-    return r ? { ...r } : undefined;
+    return r ? structuredClone(r) : undefined;
   }
 
   set(sessionId: string, record: SessionRecord): void {
     this.map.delete(sessionId);
-    this.map.set(sessionId, { ...record });
+    this.map.set(sessionId, structuredClone(record));
     while (this.map.size > this.maxSessions) this.map.delete(this.map.keys().next().value!);
   }
 

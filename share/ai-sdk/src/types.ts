@@ -12,6 +12,33 @@ export interface SandboxLimits {
   workspace_bytes?: number;
 }
 
+/** Network modes, each allowing everything the ones before it do. */
+export type NetworkMode = 'none' | 'loopback' | 'allow' | 'open';
+
+/**
+ * An egress allow-list (docs/policy.md "Network and egress"). Programs in the
+ * sandbox reach the hosts it names through a proxy outside the sandbox
+ * (`HTTP_PROXY`/`HTTPS_PROXY` are set); anything else gets an HTTP 403 from
+ * the proxy naming the host and the reason.
+ */
+export interface NetworkPolicy {
+  mode: NetworkMode;
+  /** Names a request may name; `*.example.com` matches every name below example.com. */
+  hosts?: string[];
+  /** `ADDR/PREFIX` (or bare addresses) an IP literal may name, and refused ranges a name may resolve to. */
+  cidrs?: string[];
+  /** Ports a request may name (default `[80, 443]`). */
+  ports?: number[];
+  max_connections?: number;
+  bytes_per_second?: number;
+}
+
+/**
+ * A sandbox's network: a bare mode or an allow-list. It must lie within the
+ * operator's `network_ceiling` (a `NetworkRefusedError` otherwise).
+ */
+export type Network = NetworkMode | NetworkPolicy;
+
 /** Body of `POST /api/sandboxes`; every field is optional. */
 export interface CreateSandboxRequest {
   ttl_s?: number;
@@ -19,7 +46,8 @@ export interface CreateSandboxRequest {
   /** String values, at most 64 keys of 256 bytes each. */
   metadata?: Record<string, string>;
   limits?: SandboxLimits;
-  network?: 'none' | 'loopback';
+  /** The sandbox's network (`none` unless the operator's default says otherwise). */
+  network?: Network;
   /** Added to the environment of every kernel and command in the sandbox. */
   env?: Record<string, string>;
 }
@@ -43,7 +71,9 @@ export interface Sandbox {
   last_activity: string;
   metadata: Record<string, string>;
   limits: Required<SandboxLimits>;
-  network: 'none' | 'loopback';
+  max_execution_s?: number;
+  /** The policy in force: a bare mode as a string, egress as the full object. */
+  network: Network;
   kernels: KernelModel[];
 }
 
@@ -54,6 +84,19 @@ export interface StartKernelRequest {
   /** Starts the kernel in this sandbox; without it the kernel gets a sandbox of its own. */
   sandbox_id?: string;
   env?: Record<string, string>;
+}
+
+/** A kernelspec, as `GET /api/kernelspecs` lists it. */
+export interface KernelspecModel {
+  name: string;
+  spec: { language: string; display_name: string; [key: string]: unknown };
+  resources: Record<string, string>;
+}
+
+/** `GET /api/kernelspecs`. */
+export interface KernelspecList {
+  default: string;
+  kernelspecs: Record<string, KernelspecModel>;
 }
 
 /** An entry of a directory listing under `/api/sandboxes/{id}/files`. */
