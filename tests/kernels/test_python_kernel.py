@@ -10,7 +10,10 @@ import unittest
 
 from kernel_harness import KernelSession, KernelTestCase, parse_journal
 
-INTERRUPT_BUDGET_S = 1.0
+# Tells a cell the interrupt ended from one that ran its 100 s; how fast an
+# interrupt acts is a benchmark's business, not a test's (a loaded machine
+# took 1.7 s).
+INTERRUPT_BUDGET_S = 10.0
 
 
 class PythonKernelTest(KernelTestCase):
