@@ -13,9 +13,11 @@ import sys
 import tempfile
 import unittest
 
-from sandgate_fixture import HERE, GatewayTestCase
+from sandgate_fixture import GatewayTestCase
 
 import relay_payloads as P
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def make_fake_spec():

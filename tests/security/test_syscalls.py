@@ -10,7 +10,7 @@ import errno
 import os
 import unittest
 
-from security_fixture import SandboxTestCase
+from security_case import SandboxTestCase
 
 # x86_64 system call numbers.
 FORBIDDEN = r'''
