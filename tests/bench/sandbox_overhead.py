@@ -139,7 +139,6 @@ def vm_rss_kib(pid):
 
 def memory_run(sandbox, policy):
     """VmRSS (KiB) of outer and supervisor: idle with a child, then after 8 MiB of output."""
-    import base64
     import socket
     import struct
     import subprocess

@@ -9,7 +9,6 @@ A fake kernel (fake_kernel.py, a kernelspec in a temp dir given with
 import json
 import os
 import shutil
-import sys
 import tempfile
 import unittest
 

@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 import unittest
-import uuid
 
 from sandgate_fixture import wait_until
 from security_case import SandboxTestCase

@@ -3,9 +3,6 @@ processes, cannot signal the gateway nor another sandbox's kernel, and two
 kernels' files, processes and IPC endpoints are invisible to each other."""
 
 import os
-import signal
-import socket
-import threading
 import unittest
 import uuid
 

@@ -7,7 +7,6 @@ an unprivileged user without the filter: perf_event_open, io_uring_setup,
 keyctl, add_key, process_vm_readv, ptrace(TRACEME), unshare(CLONE_NEWUSER))."""
 
 import errno
-import os
 import unittest
 
 from security_case import SandboxTestCase
