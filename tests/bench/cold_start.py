@@ -80,7 +80,7 @@ def kernelspec_copy(build_dir, dest, name, extra_env, binary=None):
 
 def kernel_log(gw, kid):
     """Text of the kernel's stdout/stderr log in its sandbox's run dir."""
-    for run_dir in gw.run_dir(kid):
+    for run_dir in gw.run_dirs(kid):
         for path in glob.glob(os.path.join(run_dir, "*.log")):
             with open(path, errors="replace") as f:
                 return f.read()

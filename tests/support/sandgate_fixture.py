@@ -11,6 +11,7 @@ this directory on PYTHONPATH; scripts run by hand put it on sys.path.
 """
 
 import datetime
+import glob
 import http.client
 import json
 import os
@@ -394,6 +395,13 @@ class Gateway:
         process below them (a sandboxed kernel's command line does not name
         the state dir, but it runs below a supervisor's, which does)."""
         return process_tree(self.kernel_pids())
+
+    def run_dirs(self, kid):
+        """The dirs under the state dir whose name holds the id of a kernel's
+        sandbox (its run dir among them)."""
+        sid = self.sandbox_id(kid)
+        return [p for p in glob.glob(os.path.join(self.state_dir, "**", "*" + sid + "*"), recursive=True)
+                if os.path.isdir(p)]
 
     def sandbox_info(self, kid):
         """{"outer": pids, "all": pids} of a kernel's sandbox on the host: the
