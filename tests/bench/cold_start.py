@@ -177,8 +177,9 @@ def main():
     build_dir = os.path.abspath(args.build_dir)
     os.environ["SANDGATE_BUILD_DIR"] = build_dir
     sys.path.insert(0, os.path.join(HERE, "..", "support"))
+    sys.path.insert(0, os.path.join(HERE, "..", "security"))
     sys.path.insert(0, HERE)
-    from sandgate_fixture import Gateway  # noqa: E402
+    from security_case import sandbox_gateway  # noqa: E402
     if not shutil.which("xpython"):
         raise SystemExit("xpython is not installed (Debian package xpython)")
 
@@ -190,8 +191,7 @@ def main():
     load = [os.getloadavg()[0]]
     started = datetime.datetime.now(datetime.timezone.utc)
     sandboxed, xpython = {}, {}
-    gw = Gateway("--kernel-path", specs, "--log-level", "debug", sandboxed=True, unsandboxed=(XPYTHON,),
-                 policy=policy, name="cold-start")
+    gw = sandbox_gateway("--kernel-path", specs, policy=policy, unsandboxed=(XPYTHON,), name="cold-start")
     try:
         sandboxed_start(gw, {})  # warm-up
         xpython_start(gw, {})

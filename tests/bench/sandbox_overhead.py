@@ -274,7 +274,9 @@ def main():
     os.environ["SANDGATE_BUILD_DIR"] = os.path.abspath(args.build_dir)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "support"))
-    from sandgate_fixture import Gateway, comm, descendants  # noqa: E402
+    sys.path.insert(0, os.path.join(here, "..", "security"))
+    from sandgate_fixture import comm, descendants  # noqa: E402
+    from security_case import sandbox_gateway  # noqa: E402
 
     with open(os.path.join(here, "..", "..", "share", "sandgate", "policies", "default.json")) as f:
         default_policy = json.load(f)
@@ -287,9 +289,9 @@ def main():
     results = {m: {"start": [], "rtt": [], "outer": [], "sup": [], "pss": []} for m in modes}
     try:
         for mode in modes:
-            gws[mode] = Gateway("--log-level", "debug", sandboxed=True,
-                                unsandboxed=("python3",) if mode == "unsandboxed" else (), policy=default_policy,
-                                name=f"bench-{mode}")
+            gws[mode] = sandbox_gateway(policy=default_policy,
+                                        unsandboxed=("python3",) if mode == "unsandboxed" else (),
+                                        name=f"bench-{mode}")
         for _ in range(args.starts):
             for mode in modes:
                 t = time.monotonic()

@@ -76,12 +76,20 @@ def _report(obj):
 '''
 
 
+def sandbox_gateway(*args, policy=None, **kw):
+    """A gateway as the security tests start it: every kernel in a sandbox
+    under `policy` (TEST_POLICY unless given) but for the kernelspecs in
+    unsandboxed=..., a debug log in <build>/tests/artifacts/security/.
+    Takes Gateway's arguments."""
+    return Gateway("--log-level", "debug", *args, sandboxed=True, policy=policy or TEST_POLICY,
+                   log_dir=os.path.join(ARTIFACTS, "security"), **kw)
+
+
 class SandboxTestCase(unittest.TestCase):
-    """One gateway per class, its kernels (ipykernel's python3) in sandboxes
-    under `policy` (TEST_POLICY unless set), but for the kernelspecs named in
-    `unsandboxed`; its log goes to <build>/tests/artifacts/security/. The
-    kernels of new_kernel() and class_kernel() (KernelSockets) are deleted
-    at the end."""
+    """One sandbox_gateway per class, under `policy` (TEST_POLICY unless
+    set), its kernels (ipykernel's python3) in sandboxes but for the
+    kernelspecs named in `unsandboxed`. The kernels of new_kernel() and
+    class_kernel() (KernelSockets) are deleted at the end."""
 
     gateway_args = ()
     policy = None
@@ -90,9 +98,8 @@ class SandboxTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway("--log-level", "debug", *cls.gateway_args, sandboxed=True, unsandboxed=cls.unsandboxed,
-                         policy=cls.policy or TEST_POLICY, name=cls.__name__,
-                         log_dir=os.path.join(ARTIFACTS, "security"))
+        cls.gw = sandbox_gateway(*cls.gateway_args, policy=cls.policy, unsandboxed=cls.unsandboxed,
+                                 name=cls.__name__)
         cls._class_kernels = []
 
     @classmethod
