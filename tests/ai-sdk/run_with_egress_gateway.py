@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "security"))
 import egress_servers  # noqa: E402
-import run_with_gateway  # noqa: E402  (puts tests/integration on sys.path)
+import run_with_gateway  # noqa: E402  (puts tests/support on sys.path)
 
 HOSTS = ["files.test", "blocked.test"]
 

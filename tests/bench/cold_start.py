@@ -80,7 +80,7 @@ def kernelspec_copy(build_dir, dest, name, extra_env, binary=None):
 
 def kernel_log(gw, kid):
     """Text of the kernel's stdout/stderr log in its sandbox's run dir."""
-    for run_dir in gw.run_dir(kid):
+    for run_dir in gw.run_dirs(kid):
         for path in glob.glob(os.path.join(run_dir, "*.log")):
             with open(path, errors="replace") as f:
                 return f.read()
@@ -176,9 +176,10 @@ def main():
     args = ap.parse_args()
     build_dir = os.path.abspath(args.build_dir)
     os.environ["SANDGATE_BUILD_DIR"] = build_dir
+    sys.path.insert(0, os.path.join(HERE, "..", "support"))
     sys.path.insert(0, os.path.join(HERE, "..", "security"))
     sys.path.insert(0, HERE)
-    from security_fixture import Gateway  # noqa: E402
+    from security_case import sandbox_gateway  # noqa: E402
     if not shutil.which("xpython"):
         raise SystemExit("xpython is not installed (Debian package xpython)")
 
@@ -190,7 +191,7 @@ def main():
     load = [os.getloadavg()[0]]
     started = datetime.datetime.now(datetime.timezone.utc)
     sandboxed, xpython = {}, {}
-    gw = Gateway("--kernel-path", specs, policy=policy, unsandboxed=(XPYTHON,), name="cold-start")
+    gw = sandbox_gateway("--kernel-path", specs, policy=policy, unsandboxed=(XPYTHON,), name="cold-start")
     try:
         sandboxed_start(gw, {})  # warm-up
         xpython_start(gw, {})

@@ -209,8 +209,10 @@ def main():
     args = ap.parse_args()
     build_dir = os.path.abspath(args.build_dir)
     os.environ["SANDGATE_BUILD_DIR"] = build_dir
+    sys.path.insert(0, os.path.join(HERE, "..", "support"))
     sys.path.insert(0, os.path.join(HERE, "..", "security"))
-    from security_fixture import Gateway, comm  # noqa: E402
+    from sandgate_fixture import comm  # noqa: E402
+    from security_case import sandbox_gateway  # noqa: E402
 
     with open(os.path.join(ROOT, "share", "sandgate", "policies", "default.json")) as f:
         policy = json.load(f)
@@ -231,7 +233,7 @@ def main():
     load = [os.getloadavg()[0]]
     most = max(args.kernels, args.preload_kernels)
     results = []
-    gw = Gateway("--kernel-path", specs, "--max-kernels", str(most + 8), policy=policy, name="density")
+    gw = sandbox_gateway("--kernel-path", specs, "--max-kernels", str(most + 8), policy=policy, name="density")
     try:
         label = " ".join(["python", *args.env] + ([args.kernel_binary] if args.kernel_binary else []))
         results.append((label, run_set(gw, plain, args.kernels, args.concurrency, args.settle_s, comm)))

@@ -21,8 +21,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "security"))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import egress_servers  # noqa: E402
-from security_fixture import TEST_POLICY, Gateway, host_processes  # noqa: E402
+from sandgate_fixture import host_processes  # noqa: E402
+from security_case import TEST_POLICY, sandbox_gateway  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -50,7 +52,7 @@ def main():
     policy = copy.deepcopy(TEST_POLICY)
     policy["limits"]["memory_bytes"] = 1 << 30
     policy["network_ceiling"] = net
-    gw = Gateway("--egress-hosts-file", hosts, policy=policy, name="egress-bench")
+    gw = sandbox_gateway("--egress-hosts-file", hosts, policy=policy, name="egress-bench")
     try:
         status, body = gw.request("POST", "api/sandboxes", {"network": net})
         assert status == 201, body

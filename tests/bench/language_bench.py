@@ -33,10 +33,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
 
-from sandgate_fixture import Gateway, wait_until  # noqa: E402
-from test_languages import sandbox_processes  # noqa: E402
+from sandgate_fixture import Gateway, sandbox_processes, wait_until  # noqa: E402
 
 CODE = {"bash": ":"}  # what "execute 1" is where `1` is no code
 POOL_DEPTH = 2

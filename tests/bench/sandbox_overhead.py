@@ -139,7 +139,6 @@ def vm_rss_kib(pid):
 
 def memory_run(sandbox, policy):
     """VmRSS (KiB) of outer and supervisor: idle with a child, then after 8 MiB of output."""
-    import base64
     import socket
     import struct
     import subprocess
@@ -274,8 +273,10 @@ def main():
         return setup_benchmark(args)
     os.environ["SANDGATE_BUILD_DIR"] = os.path.abspath(args.build_dir)
     here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "support"))
     sys.path.insert(0, os.path.join(here, "..", "security"))
-    from security_fixture import Gateway, Kernel, comm, descendants  # noqa: E402
+    from sandgate_fixture import comm, descendants  # noqa: E402
+    from security_case import sandbox_gateway  # noqa: E402
 
     with open(os.path.join(here, "..", "..", "share", "sandgate", "policies", "default.json")) as f:
         default_policy = json.load(f)
@@ -288,27 +289,28 @@ def main():
     results = {m: {"start": [], "rtt": [], "outer": [], "sup": [], "pss": []} for m in modes}
     try:
         for mode in modes:
-            gws[mode] = Gateway(policy=default_policy, unsandboxed=("python3",) if mode == "unsandboxed" else (),
-                                name=f"bench-{mode}")
+            gws[mode] = sandbox_gateway(policy=default_policy,
+                                        unsandboxed=("python3",) if mode == "unsandboxed" else (),
+                                        name=f"bench-{mode}")
         for _ in range(args.starts):
             for mode in modes:
                 t = time.monotonic()
                 kid = gws[mode].start_kernel()
                 results[mode]["start"].append(time.monotonic() - t)
                 gws[mode].delete_kernel(kid)
-        kernels = {m: Kernel(gws[m], gws[m].start_kernel()) for m in modes}
+        kernels = {m: gws[m].connect(gws[m].start_kernel()) for m in modes}
         for _ in range(5):
             for mode in modes:
-                kernels[mode].execute("1")
+                kernels[mode].attempt("1")
         for _ in range(args.executes):
             for mode in modes:
                 t = time.monotonic()
-                r = kernels[mode].execute("1")
+                r = kernels[mode].attempt("1")
                 results[mode]["rtt"].append(time.monotonic() - t)
                 assert r["status"] == "ok", r
         for mode in modes:
             kernels[mode].close()
-            gws[mode].delete_kernel(kernels[mode].id)
+            gws[mode].delete_kernel(kernels[mode].kernel_id)
         # Memory with several kernels resident.
         for mode in modes:
             gw = gws[mode]

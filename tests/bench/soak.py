@@ -5,7 +5,7 @@ Nothing may be lost, repeated or leaked.
 
     /usr/bin/python3 tests/bench/soak.py --build-dir DIR [--duration S | --short] [--markdown]
 
-Starts <build>/bin/sandgate (as tests/integration/sandgate_fixture.py does:
+Starts <build>/bin/sandgate (as tests/support/sandgate_fixture.py does:
 --port 0, a token, a temporary --state-dir, kernels unsandboxed unless
 --sandboxed) and runs --clients threads (16) for --duration seconds (1800;
 --short: 60) that pick operations at random, with at most --max-kernels (6)
@@ -141,7 +141,7 @@ def parse_args():
 
 ARGS = parse_args()
 os.environ["SANDGATE_BUILD_DIR"] = os.path.abspath(ARGS.build_dir)
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import sandgate_fixture as fx  # noqa: E402  (reads SANDGATE_BUILD_DIR when imported)
 
 

@@ -10,9 +10,9 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cluster import TOKEN, Cluster  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from sandgate_fixture import kernel_names  # noqa: E402
+from test_cluster import TOKEN, Cluster  # noqa: E402
 
 
 def main():

@@ -12,17 +12,14 @@ import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from haproxy_fixture import LoadBalancer, free_port  # noqa: E402
-from sandgate_fixture import Deadline, Gateway, KernelSocket, result_text, stream_text, wait_until  # noqa: E402
+from haproxy_fixture import LoadBalancer, free_port
+from sandgate_fixture import (Deadline, Gateway, KernelSocket, cmdline, parent_pid, process_tree, processes_of,
+                              remove_state_dir, result_text, wait_until)
 
 TOKEN = "cluster-" + os.urandom(8).hex()
 
@@ -399,21 +396,13 @@ class Membership(ClusterTestCase):
 
 def process_tree_uids(root_pid):
     """The real uids of root_pid and every process below it."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            ppid = parent(entry)
-            if ppid is not None:
-                children.setdefault(ppid, []).append(int(entry))
-    uids, todo = set(), [root_pid]
-    while todo:
-        pid = todo.pop()
+    uids = set()
+    for pid in process_tree([root_pid]):
         try:
             with open(f"/proc/{pid}/status") as f:
                 uids.add(next(int(line.split()[1]) for line in f if line.startswith("Uid:")))
         except (OSError, StopIteration):
             continue
-        todo.extend(children.get(pid, []))
     return uids
 
 
@@ -436,8 +425,9 @@ class SandboxedNodes(ClusterTestCase):
             self.assertEqual(r.json()["status"], "ok", r)
             # On the host: the sandbox's supervisor and everything under it.
             # (sandgate-sandbox is two processes: the outer one, the gateway's child, and the sandbox's pid 1.)
-            supervisors = [p for p in gw_processes(gw) if f"--id {sid}" in cmdline(p) and parent(p) == gw.proc.pid]
-            self.assertEqual(len(supervisors), 1, [cmdline(p) for p in gw_processes(gw)])
+            supervisors = [p for p in processes_of(gw.state_dir)
+                           if f"--id {sid}" in cmdline(p) and parent_pid(p) == gw.proc.pid]
+            self.assertEqual(len(supervisors), 1, [cmdline(p) for p in processes_of(gw.state_dir)])
             uids[node] = process_tree_uids(supervisors[0]) - {0}
             self.assertTrue(uids[node], f"node {node}'s sandbox runs only as root")
         for a in uids:
@@ -448,7 +438,6 @@ class SandboxedNodes(ClusterTestCase):
 
 class NodeIds(unittest.TestCase):
     def test_a_state_dir_restarted_under_another_node_id_keeps_its_sandboxes(self):
-        from sandgate_fixture import remove_state_dir
         state = tempfile.mkdtemp(prefix="sandgate-it-")
         gw = Gateway(name="node-id-0", sandboxed=True, keep_kernels=True, state_dir=state)
         try:
@@ -467,27 +456,6 @@ class NodeIds(unittest.TestCase):
         finally:
             gw.stop()
             remove_state_dir(state)
-
-
-def gw_processes(gw):
-    from sandgate_fixture import processes_of
-    return processes_of(gw.state_dir)
-
-
-def parent(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except OSError:
-        return None
-
-
-def cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 if __name__ == "__main__":

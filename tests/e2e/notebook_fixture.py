@@ -8,13 +8,10 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from sandgate_fixture import ARTIFACTS, Deadline, Gateway, wait_until  # noqa: E402,F401
+from sandgate_fixture import ARTIFACTS, Deadline, wait_until
 
 NOTEBOOK_PYTHON = "/usr/bin/python3"
 

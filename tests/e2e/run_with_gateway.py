@@ -1,4 +1,4 @@
-"""Starts a sandgate (the integration tests' fixture), runs a command with
+"""Starts a sandgate (tests/support/sandgate_fixture.py), runs a command with
 SANDGATE_URL, SANDGATE_WS_URL, SANDGATE_TOKEN and SANDGATE_KERNELS in its
 environment, then stops the gateway and checks it exits 0 on SIGTERM.
 
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from sandgate_fixture import Gateway, TestCertificates, kernel_names  # noqa: E402
 
 

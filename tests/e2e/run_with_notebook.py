@@ -12,10 +12,9 @@ import os
 import subprocess
 import sys
 
-from notebook_fixture import ARTIFACTS, Gateway, Notebook
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from sandgate_fixture import kernel_names  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from notebook_fixture import Notebook  # noqa: E402
+from sandgate_fixture import ARTIFACTS, Gateway, kernel_names  # noqa: E402
 
 
 def main():

@@ -4,17 +4,12 @@ gateway through Jupyter Server) and the kernels run behind sandgate."""
 
 import http.client
 import json
-import os
-import sys
 import tempfile
 import unittest
-import urllib.parse
 import uuid
 
-from notebook_fixture import Gateway, Notebook
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from sandgate_fixture import (Deadline, KernelSocket, TestCertificates, kernel_names, result_text,  # noqa: E402
+from notebook_fixture import Notebook
+from sandgate_fixture import (Deadline, Gateway, KernelSocket, TestCertificates, kernel_names, result_text,
                               stream_text)
 
 

@@ -3,7 +3,6 @@ v1.kernel.websocket.jupyter.org), with ipykernel and, when built,
 sandgate-python: execute, streams, results, status, stdin, control,
 interrupt, restart, two clients on one kernel and session_id replay."""
 
-import os
 import unittest
 import uuid
 

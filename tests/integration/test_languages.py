@@ -17,45 +17,17 @@ Needs root (as CI runs)."""
 
 import base64
 import os
-import struct
 import unittest
-import zlib
 
-from sandgate_fixture import (BUILD_DIR, Deadline, Gateway, GatewayTestCase, remove_state_dir, stream_text,
-                              wait_until)
+from sandgate_fixture import (BUILD_DIR, Deadline, Gateway, GatewayTestCase, make_png, png_size, remove_state_dir,
+                              runs_user_code, sandbox_processes, stream_text, wait_until)
 from test_pool import pool_metrics, wait_for_ready
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Markup with what a careless relay would alter: non-ASCII, an astral
 # character, entities, quotes, a backslash, a newline, a tab.
 HTML = '<div class="chart" title="a \\ b">Sandgate: caf\u00e9 \u2713 \U0001F600 &amp; &lt;ok&gt;\n\t<b>bold</b></div>'
 MEBIBYTE_LINE = "x" * 1023 + "\n"
 R_MARKER = b"IRkernel::main()"  # in the command line of an R kernel's process
-
-
-def make_png(width, height):
-    """A valid RGB PNG whose bytes the test knows."""
-    rows = b"".join(b"\x00" + bytes((x * 31 + y * 17 + i * 5) % 256 for x in range(width) for i in range(3))
-                    for y in range(height))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    return (PNG_SIGNATURE + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-def png_size(data):
-    """(width, height) of a PNG whose signature and IHDR chunk (with its CRC) are right."""
-    if data[:8] != PNG_SIGNATURE:
-        raise AssertionError(f"not a PNG signature: {data[:8]!r}")
-    length, kind = struct.unpack(">I4s", data[8:16])
-    if kind != b"IHDR" or length != 13:
-        raise AssertionError(f"first chunk {kind!r} of {length} bytes, not IHDR")
-    body = data[16:29]
-    if zlib.crc32(kind + body) != struct.unpack(">I", data[29:33])[0]:
-        raise AssertionError("IHDR CRC mismatch")
-    return struct.unpack(">II", body[:8])
 
 
 def value_text(msgs):
@@ -64,57 +36,6 @@ def value_text(msgs):
         if m.msg_type in ("execute_result", "display_data") and "text/plain" in m.content["data"]:
             return m.content["data"]["text/plain"]
     return None
-
-
-def children_of(pid):
-    """The processes `pid`'s threads started (/proc/<pid>/task/<tid>/children)."""
-    children = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                children.extend(int(child) for child in f.read().split())
-    except OSError:
-        pass  # it ended
-    return children
-
-
-def sandbox_processes(gw, sandbox_id):
-    """Host pids of one sandbox of the gateway: its supervisor (whose command
-    line names the sandbox id) and every process below it."""
-    found = []
-    for pid in gw.kernel_pids():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if sandbox_id.encode() in f.read().split(b"\0"):
-                    found.append(pid)
-        except OSError:
-            pass
-    for pid in found:  # grows while it is walked: breadth first
-        # (the inner supervisor names the sandbox too, and is the outer one's child)
-        found.extend(child for child in children_of(pid) if child not in found)
-    return found
-
-
-def syscalls_of(gw, marker):
-    """What each process of the gateway's sandboxes whose command line holds
-    `marker` does: the first field of its /proc/<pid>/syscall ("running" on a
-    CPU, "-1" in user code, else the number of the system call it waits in)."""
-    found = []
-    for pid in gw.sandbox_pids():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker not in f.read():
-                    continue
-            with open(f"/proc/{pid}/syscall") as f:
-                found.append(f.read().split()[0])
-        except (OSError, IndexError):
-            continue
-    return found
-
-
-def runs_user_code(gw, marker):
-    """True once such a process is in user code (a busy loop), not in a system call."""
-    return any(state in ("running", "-1") for state in syscalls_of(gw, marker))
 
 
 class Language:

@@ -2,7 +2,6 @@
 OpenAPI 3.0, every path and method in it routed by the gateway (and answered
 with a status it documents), every route of the router in it."""
 
-import json
 import re
 import unittest
 import uuid

@@ -12,7 +12,8 @@ import os
 import unittest
 
 from sandgate_fixture import BUILD_DIR, GatewayTestCase, wait_until
-from test_languages import R_MARKER, png_size, syscalls_of
+from sandgate_fixture import png_size, syscalls_of
+from test_languages import R_MARKER
 
 IR_SPEC = os.path.join(BUILD_DIR, "share", "jupyter", "kernels", "ir", "kernel.json")
 

@@ -9,13 +9,14 @@ A fake kernel (fake_kernel.py, a kernelspec in a temp dir given with
 import json
 import os
 import shutil
-import sys
 import tempfile
 import unittest
 
-from sandgate_fixture import HERE, GatewayTestCase
+from sandgate_fixture import GatewayTestCase
 
 import relay_payloads as P
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def make_fake_spec():

@@ -10,7 +10,7 @@ import struct
 import threading
 import unittest
 
-from sandgate_fixture import (Closed, Deadline, Gateway, GatewayTestCase, encode_v1, result_text,
+from sandgate_fixture import (Deadline, Gateway, GatewayTestCase, encode_v1, result_text,
                               stream_text, wait_until)
 
 PRINT_FOREVER = "import time\nfor i in range(100000):\n    print(i, flush=True)\n    time.sleep(0.02)\n"

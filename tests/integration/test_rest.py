@@ -7,13 +7,12 @@ import re
 import shutil
 import socket
 import tempfile
-import time
 import unittest
 import uuid
 
 import websocket
 
-from sandgate_fixture import (ERROR_KEYS, KERNEL_MODEL_KEYS, Gateway, GatewayTestCase, remove_state_dir, stream_text,
+from sandgate_fixture import (KERNEL_MODEL_KEYS, Gateway, GatewayTestCase, remove_state_dir, stream_text,
                               wait_until)
 
 DEBIAN_XPYTHON = "/usr/share/jupyter/kernels/xpython/kernel.json"

@@ -17,7 +17,8 @@ import time
 import unittest
 
 import egress_servers
-from security_fixture import TEST_POLICY, Kernel, SandboxTestCase, host_processes, wait_until
+from sandgate_fixture import host_processes, wait_until
+from security_case import TEST_POLICY, SandboxTestCase
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
 HOSTS_FILE = os.path.join(WORK, "hosts")
@@ -227,9 +228,9 @@ class Egress(SandboxTestCase):
                                        {"name": "python3", "env": {"KERNEL_NETWORK": json.dumps(NET_A)}})
         self.assertEqual(status, 201, body)
         kid = json.loads(body)["id"]
-        k = Kernel(self.gw, kid)
+        k = self.gw.connect(kid)
         self.addCleanup(self._delete_quietly, k)
-        r = k.execute(f"import urllib.request\nprint(urllib.request.urlopen('http://files.test:{P}/k').read())")
+        r = k.attempt(f"import urllib.request\nprint(urllib.request.urlopen('http://files.test:{P}/k').read())")
         self.assertEqual(r["status"], "ok", r)
         self.assertIn(f"hello from files.test:{P} /k", r["stdout"])
         status, body = self.gw.request("POST", "api/kernels",

@@ -9,7 +9,8 @@ import os
 import time
 import unittest
 
-from security_fixture import MiB, SandboxTestCase, wait_until
+from sandgate_fixture import wait_until
+from security_case import MiB, SandboxTestCase
 
 
 class Exhaustion(SandboxTestCase):
@@ -34,7 +35,7 @@ class Exhaustion(SandboxTestCase):
     def test_fork_bomb_stopped_by_pids_limit(self):
         k = self.new_kernel()
         pids = self.gw.policy["limits"]["pids"]
-        self.assertEqual(int(self.cgroup_value(k.id, "pids", "pids.max")), pids)
+        self.assertEqual(int(self.cgroup_value(k.kernel_id, "pids", "pids.max")), pids)
         cap = 4 * pids  # the attack's own bound
         # Children block on a pipe and exit when it closes (or after 30 s).
         res = self.probe(k, f'''
@@ -68,7 +69,7 @@ _report({{"forked": len(kids), "errno": err}})
         # A real (bounded) bomb: every process forks children until fork fails
         # or a generation cap is hit; every process exits after 15 s.
         k = self.new_kernel()
-        r = k.execute(r'''
+        r = k.attempt(r'''
 import os, time, subprocess
 code = """
 import os, time
@@ -99,16 +100,16 @@ print("procs", len([x for x in os.listdir("/proc") if x.isdigit()]))
             n = int(r["stdout"].split()[-1])
             self.assertLessEqual(n, self.gw.policy["limits"]["pids"] + 1)
         time.sleep(12)  # the bomb's own timer ends it
-        wait_until(lambda: k.execute("print(6 * 7)", 20)["stdout"].strip() == "42", 90,
+        wait_until(lambda: k.attempt("print(6 * 7)", 20)["stdout"].strip() == "42", 90,
                    "the kernel to work after the bomb")
 
     def test_memory_balloon_oom_is_reported(self):
         k = self.new_kernel()
         limit = self.gw.policy["limits"]["memory_bytes"]
-        self.assertEqual(int(self.cgroup_value(k.id, "memory", "memory.limit_in_bytes")), limit)
+        self.assertEqual(int(self.cgroup_value(k.kernel_id, "memory", "memory.limit_in_bytes")), limit)
         cap_mib = min(4 * limit // MiB, 2048)  # the balloon's own bound
-        self.assertEqual(k.execute("open('/workspace/kept.txt', 'w').write('survives')")["status"], "ok")
-        r = k.execute(f'''
+        self.assertEqual(k.attempt("open('/workspace/kept.txt', 'w').write('survives')")["status"], "ok")
+        r = k.attempt(f'''
 chunks = []
 for i in range({cap_mib} // 16):
     chunks.append(bytearray(16 * 1024 * 1024))  # zero-filled: every page touched
@@ -116,11 +117,11 @@ print("balloon survived", len(chunks) * 16, "MiB")
 ''', timeout=60)
         self.assertNotIn("balloon survived", r["stdout"], "the balloon went past the memory limit")
         msgs = r["other"] + k.drain(3)
-        statuses = [m["content"] for m in msgs if m["header"]["msg_type"] == "status"]
+        statuses = [m.content for m in msgs if m.msg_type == "status"]
         restarting = [s for s in statuses if s.get("execution_state") in ("restarting", "dead")]
         self.assertTrue(restarting, f"no restarting/dead status reached the client: {statuses}")
         self.assertEqual(restarting[0].get("reason"), "oom", f"the OOM cause is not visible: {restarting}")
-        events = [e for e in self.gw.log_events() if e.get("kernel_id") == k.id and e.get("status") == "oom"]
+        events = [e for e in self.gw.log_events() if e.get("kernel_id") == k.kernel_id and e.get("status") == "oom"]
         self.assertTrue(events, "the gateway did not log the OOM")
         status, body = self.gw.request("GET", "metrics")
         self.assertEqual(status, 200)
@@ -130,16 +131,16 @@ print("balloon survived", len(chunks) * 16, "MiB")
         # The cell's answer and its execution record name the cause too.
         self.assertEqual(r["error"][0], "KernelDied", r["error"])
         self.assertIn("oom", r["error"][1])
-        msg_id = r["messages"][0]["parent_header"]["msg_id"]
-        status, body = self.gw.request("GET", f"api/kernels/{k.id}/executions/{msg_id}")
+        msg_id = r["messages"][0].parent_id
+        status, body = self.gw.request("GET", f"api/kernels/{k.kernel_id}/executions/{msg_id}")
         self.assertEqual(status, 200, body)
         record = json.loads(body)
         self.assertEqual((record["status"], record["kernel_restarted"]), ("error", True), record)
         self.assertIn("oom", record["error"]["evalue"])
         # The kernel is restarted and works; its memory is back, its workspace kept.
-        wait_until(lambda: k.execute("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
-        self.assertEqual(k.execute("print(open('/workspace/kept.txt').read())")["stdout"], "survives\n")
-        self.assertTrue(self.gw.sandbox_info(k.id)["outer"], "the sandbox went away after an OOM")
+        wait_until(lambda: k.attempt("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
+        self.assertEqual(k.attempt("print(open('/workspace/kept.txt').read())")["stdout"], "survives\n")
+        self.assertTrue(self.gw.sandbox_info(k.kernel_id)["outer"], "the sandbox went away after an OOM")
 
     def fill(self, kernel, directory, cap):
         return self.probe(kernel, f'''

@@ -12,7 +12,7 @@ import unittest
 
 import websocket
 
-from security_fixture import Kernel, SandboxTestCase
+from security_case import SandboxTestCase
 
 DEEP = 200000
 
@@ -102,8 +102,9 @@ class HostileMessages(SandboxTestCase):
         # kernel's own text, which Python's json could not even load.
         other = self.new_kernel()
         k = self.new_kernel()
-        msg_id = k.send("execute_request", {"code": RAW, "silent": False, "store_history": True,
-                                            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        msg_id = k.send("shell", "execute_request", {"code": RAW, "silent": False, "store_history": True,
+                                                     "user_expressions": {}, "allow_stdin": False,
+                                                     "stop_on_error": True})
         ours, reply, idle = [], None, False
         deadline = time.monotonic() + 60
         while not (reply and idle):

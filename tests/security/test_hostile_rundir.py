@@ -14,9 +14,9 @@ import tempfile
 import threading
 import time
 import unittest
-import uuid
 
-from security_fixture import Kernel, SandboxTestCase, wait_until
+from sandgate_fixture import wait_until
+from security_case import SandboxTestCase
 
 
 class HostileRunDir(SandboxTestCase):
@@ -53,30 +53,30 @@ class HostileRunDir(SandboxTestCase):
 
     def test_symlinked_connection_file_on_restart(self):
         k = self.new_kernel()
-        k.execute(f'''
+        k.attempt(f'''
 import os
 conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-8:] + ".json"
 os.rename(conn, conn + ".orig")
 os.symlink({self.decoy!r}, conn)
 os.symlink({self.decoy_dir!r}, "/run/sandgate/decoy-dir")
 ''')
-        status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
+        status, body = self.gw.request("POST", f"api/kernels/{k.kernel_id}/restart", timeout=120)
         self.assertIn(status, (200, 500, 503), body)
         self.assertDecoyIntact()
         self.assertGatewayUp()
         if status == 200:
-            wait_until(lambda: k.execute("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
+            wait_until(lambda: k.attempt("print(6 * 7)", 30)["stdout"].strip() == "42", 90, "the restarted kernel")
 
     def test_fifo_connection_file_on_restart(self):
         k = self.new_kernel()
-        k.execute('''
+        k.attempt('''
 import os
 conn = "/run/sandgate/k" + os.environ["JPY_SESSION_NAME"][-8:] + ".json"
 os.unlink(conn)
 os.mkfifo(conn, 0o666)
 ''')
         t = time.monotonic()
-        status, body = self.gw.request("POST", f"api/kernels/{k.id}/restart", timeout=120)
+        status, body = self.gw.request("POST", f"api/kernels/{k.kernel_id}/restart", timeout=120)
         self.assertLess(time.monotonic() - t, 90, "restart hung on a FIFO")
         self.assertGatewayUp()
 
@@ -117,7 +117,7 @@ os.mkfifo(conn, 0o666)
         self.addCleanup(t.join, 5)
         self.addCleanup(stop.set)
         k = self.new_kernel()
-        k.execute(f'''
+        k.attempt(f'''
 import os
 for n in os.listdir("/run/sandgate"):
     if n.startswith("k" + os.environ["JPY_SESSION_NAME"][-8:] + "-"):
@@ -132,8 +132,8 @@ os._exit(1)
 
     def test_links_in_run_dir_survive_delete(self):
         kid = self.gw.start_kernel()
-        k = Kernel(self.gw, kid)
-        r = k.execute(f'''
+        k = self.gw.connect(kid)
+        r = k.attempt(f'''
 import os
 os.symlink({self.decoy_dir!r}, "/run/sandgate/evil-dir")
 os.symlink({self.decoy!r}, "/run/sandgate/evil-file")

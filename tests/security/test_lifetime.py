@@ -9,7 +9,8 @@ import os
 import unittest
 import uuid
 
-from security_fixture import SandboxTestCase, host_processes, wait_until
+from sandgate_fixture import host_processes, wait_until
+from security_case import SandboxTestCase
 
 DAEMON = r'''
 import os, signal, subprocess, time
@@ -40,10 +41,9 @@ class Lifetime(SandboxTestCase):
     def test_daemon_gone_after_delete(self):
         other = self.new_kernel()
         kid = self.gw.start_kernel()
-        from security_fixture import Kernel
-        k = Kernel(self.gw, kid)
+        k = self.gw.connect(kid)
         marker = "sandgate-sec-daemon-" + uuid.uuid4().hex
-        r = k.execute(DAEMON.replace("MARKER", repr(marker)), timeout=60)
+        r = k.attempt(DAEMON.replace("MARKER", repr(marker)), timeout=60)
         self.assertIn("daemon started", r["stdout"], r)
         pids = wait_until(lambda: self.marker_pids(marker), 15, "the daemon on the host")
         sid = self.gw.sandbox_id(kid)
@@ -61,7 +61,7 @@ class Lifetime(SandboxTestCase):
         wait_until(lambda: not os.path.exists(run_dir), 30, f"the run dir {run_dir} to be removed")
         wait_until(lambda: not os.path.exists(control), 30, f"the control socket {control} to be removed")
         self.assertFalse(self.gw.sandbox_info(kid)["outer"], "the sandbox processes outlived DELETE")
-        status, _ = self.gw.kernel_model(kid)
+        status, _ = self.gw.request("GET", f"api/kernels/{kid}")
         self.assertEqual(status, 404)
         self.assertGatewayUp()
         self.assertKernelWorks(other)
@@ -70,11 +70,10 @@ class Lifetime(SandboxTestCase):
         # A kernel whose sandbox is killed from outside (SIGKILL to the
         # supervisor, as the docs allow) takes its daemon with it.
         kid = self.gw.start_kernel()
-        from security_fixture import Kernel
-        k = Kernel(self.gw, kid)
+        k = self.gw.connect(kid)
         self.addCleanup(self._delete_quietly, k)
         marker = "sandgate-sec-daemon-" + uuid.uuid4().hex
-        k.execute(DAEMON.replace("MARKER", repr(marker)), timeout=60)
+        k.attempt(DAEMON.replace("MARKER", repr(marker)), timeout=60)
         wait_until(lambda: self.marker_pids(marker), 15, "the daemon on the host")
         sid = self.gw.sandbox_id(kid)
         info = self.gw.sandbox_info(kid)

@@ -8,7 +8,7 @@ import threading
 import unittest
 import uuid
 
-from security_fixture import SandboxTestCase
+from security_case import SandboxTestCase
 
 
 class HostListener:

@@ -3,13 +3,11 @@ processes, cannot signal the gateway nor another sandbox's kernel, and two
 kernels' files, processes and IPC endpoints are invisible to each other."""
 
 import os
-import signal
-import socket
-import threading
 import unittest
 import uuid
 
-from security_fixture import SandboxTestCase, comm, host_processes, wait_until
+from sandgate_fixture import comm, host_processes, wait_until
+from security_case import SandboxTestCase
 
 
 class Processes(SandboxTestCase):
@@ -26,9 +24,9 @@ class Processes(SandboxTestCase):
 
     def host_kernel_pid(self, kernel):
         """Host pid of a kernel's python process (a descendant of its sandbox)."""
-        info = self.gw.sandbox_info(kernel.id)
+        info = self.gw.sandbox_info(kernel.kernel_id)
         pids = [p for p in set(info["all"]) if comm(p) and comm(p).startswith("python")]
-        self.assertTrue(pids, f"no python process found under the sandbox of {kernel.id}: {info}")
+        self.assertTrue(pids, f"no python process found under the sandbox of {kernel.kernel_id}: {info}")
         return pids[0]
 
     def test_only_own_processes_visible(self):
@@ -43,7 +41,7 @@ for pid in os.listdir("/proc"):
 _report({"procs": procs, "self": os.getpid(), "ppid": os.getppid()})
 ''')
         procs = res["procs"]
-        info = self.gw.sandbox_info(self.a.id)
+        info = self.gw.sandbox_info(self.a.kernel_id)
         # The supervisor (pid 1) and the kernel and its children, nothing else.
         self.assertIn("1", procs)
         self.assertIn("sandgate-sandbox", procs["1"])
@@ -51,7 +49,7 @@ _report({"procs": procs, "self": os.getpid(), "ppid": os.getppid()})
         self.assertLessEqual(len(procs), len(set(info["all"])) + 1, procs)
         for pid, cmd in procs.items():
             self.assertNotIn("--auth-token", cmd, f"gateway visible as pid {pid} inside")
-            self.assertNotIn(self.b.id, cmd, f"the other sandbox visible as pid {pid} inside")
+            self.assertNotIn(self.b.kernel_id, cmd, f"the other sandbox visible as pid {pid} inside")
 
     def test_kill_gateway_fails(self):
         gw_pid = self.gw.pid
@@ -82,7 +80,7 @@ _report({"term": _probe(lambda: os.kill(1, signal.SIGTERM)),
 ''')
         for what in ("term", "kill", "stop"):
             self.assertRefused(res[what], f"signal {what} to the supervisor", errnos=(1,))
-        self.assertTrue(self.gw.sandbox_info(self.a.id)["outer"])
+        self.assertTrue(self.gw.sandbox_info(self.a.kernel_id)["outer"])
         self.assertKernelWorks(self.a)
 
     def test_signal_other_sandbox_kernel_fails(self):
@@ -108,7 +106,7 @@ _report(out)
         # namespace; run it in a disposable kernel and check that the gateway
         # and the other kernel are untouched.
         k = self.new_kernel()
-        r = k.execute("import os, signal\nos.kill(-1, signal.SIGKILL)", timeout=20)
+        r = k.attempt("import os, signal\nos.kill(-1, signal.SIGKILL)", timeout=20)
         self.assertTrue(self.gw.alive())
         self.assertKernelWorks(self.b)
         self.assertKernelWorks(self.a)
@@ -164,7 +162,7 @@ for pid in os.listdir("/proc"):
 _report(hits)
 ''')
         self.assertEqual(res, [], "kernel B sees kernel A's process")
-        self.a.execute("p.kill(); p.wait()")
+        self.a.attempt("p.kill(); p.wait()")
 
     def test_ipc_endpoints_unreachable(self):
         name = "sandgate-sec-" + uuid.uuid4().hex[:12]
@@ -202,7 +200,7 @@ def shm():
 out = {{"abstract": _probe(lambda: conn("\\0{name}")),
         "tmp": _probe(lambda: conn("/tmp/{name}.sock")),
         "shm": _probe(shm),
-        "a_kernel_shell": _probe(lambda: conn({os.path.join(self.gw.state_dir, "run", self.a.id, "k-1")!r}))}}
+        "a_kernel_shell": _probe(lambda: conn({os.path.join(self.gw.state_dir, "run", self.a.kernel_id, "k-1")!r}))}}
 _report(out)
 ''')
         self.assertRefused(res["abstract"], "B connecting to A's abstract unix socket", errnos=(111, 2))
@@ -210,7 +208,7 @@ _report(out)
         self.assertRefused(res["shm"], "B attaching A's SysV shm segment", errnos=(2,))
         self.assertRefused(res["a_kernel_shell"], "B connecting to A's kernel ipc socket by host path",
                            errnos=(2,))
-        self.a.execute("srv.close(); srv2.close()")
+        self.a.attempt("srv.close(); srv2.close()")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import json
 import os
 import unittest
 
-from security_fixture import MiB, SandboxTestCase
+from security_case import MiB, SandboxTestCase
 
 
 class SecretsAndWrites(SandboxTestCase):
@@ -43,10 +43,11 @@ _report(out)
 
     def test_gateway_state_and_other_sandboxes_unreadable(self):
         sd = self.gw.state_dir
-        other_sandbox = self.gw.sandbox_id(self.other.id)
+        other_sandbox = self.gw.sandbox_id(self.other.kernel_id)
         other_run = os.path.join(sd, "run", other_sandbox)
         self.assertTrue(os.path.isdir(other_run), f"expected the other sandbox's run dir at {other_run}")
-        targets = [sd, os.path.join(sd, "run"), other_run, os.path.join(other_run, "k" + self.other.id[-8:] + ".json"),
+        targets = [sd, os.path.join(sd, "run"), other_run,
+                   os.path.join(other_run, "k" + self.other.kernel_id[-8:] + ".json"),
                    os.path.join(sd, "control"), os.path.join(sd, "control", other_sandbox + ".sock"),
                    os.path.join(sd, "logs"), self.gw.policy_path,
                    "/run/sandgate/../" + other_sandbox]
@@ -62,7 +63,7 @@ def _uds(p):
     finally:
         s.close()
 out["control"] = _probe(lambda: _uds({os.path.join(sd, "control", other_sandbox + ".sock")!r}))
-out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k" + self.other.id[-8:] + "-1")!r}))
+out["other_shell"] = _probe(lambda: _uds({os.path.join(other_run, "k" + self.other.kernel_id[-8:] + "-1")!r}))
 _report(out)
 ''')
         for p in targets:
@@ -127,7 +128,7 @@ _report({"cmdline": _probe(lambda: open("/proc/1/cmdline", "rb").read().decode(e
         self.assertRefused(res["environ"], "reading the supervisor's /proc/1/environ", errnos=(13, 1))
 
     def test_writes_outside_workspace_and_tmp_fail(self):
-        marker = "sandgate-sec-write-" + self.k.id
+        marker = "sandgate-sec-write-" + self.k.kernel_id
         dirs = ["/", "/usr", "/usr/bin", "/usr/local/bin", "/etc", "/bin", "/lib", "/sbin", "/var", "/run",
                 "/dev", "/proc", "/sys", "/run/sandgate/..", "/run/sandgate/../..", "/dev/shm/../..",
                 "/workspace/../etc", "/tmp/../usr"]

@@ -7,10 +7,9 @@ an unprivileged user without the filter: perf_event_open, io_uring_setup,
 keyctl, add_key, process_vm_readv, ptrace(TRACEME), unshare(CLONE_NEWUSER))."""
 
 import errno
-import os
 import unittest
 
-from security_fixture import SandboxTestCase
+from security_case import SandboxTestCase
 
 # x86_64 system call numbers.
 FORBIDDEN = r'''

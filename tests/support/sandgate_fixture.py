@@ -1,12 +1,17 @@
-"""Shared fixture of the integration tests: a real sandgate on a free port,
-with a temporary --state-dir and a known token, and a Jupyter client over
-its WebSocket channels in either protocol (legacy JSON or
-v1.kernel.websocket.jupyter.org). Every wait has a deadline.
+"""The fixture of every Python test and script that drives a real sandgate
+(tests/integration, security, e2e, cluster, bench): a sandgate on a free port
+with a temporary --state-dir and a known token, its kernels on the host or in
+sandboxes under a given policy; a Jupyter client of its WebSocket channels in
+either protocol (legacy JSON or v1.kernel.websocket.jupyter.org); the host's
+view of the processes it started; and GatewayTestCase, one gateway per test
+class. Every wait has a deadline.
 
-The build directory comes from SANDGATE_BUILD_DIR (set by CTest).
+The build directory comes from SANDGATE_BUILD_DIR (set by CTest). CTest puts
+this directory on PYTHONPATH; scripts run by hand put it on sys.path.
 """
 
 import datetime
+import glob
 import http.client
 import json
 import os
@@ -22,6 +27,7 @@ import time
 import unittest
 import urllib.parse
 import uuid
+import zlib
 
 import websocket  # python3-websocket (websocket-client)
 
@@ -30,10 +36,9 @@ if not BUILD_DIR or not os.path.isdir(BUILD_DIR):
     raise SystemExit("SANDGATE_BUILD_DIR must name the build directory")
 SANDGATE = os.path.join(BUILD_DIR, "bin", "sandgate")
 ARTIFACTS = os.path.join(BUILD_DIR, "tests", "artifacts")
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The protocol tests run kernels outside a sandbox (they test the gateway,
-# and run as any user); tests of sandboxes set GatewayTestCase.sandboxed.
+# and run as any user); tests of sandboxes pass Gateway(sandboxed=True).
 UNSANDBOXED_ARGS = ["--unsandboxed-kernels", "*"]
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
@@ -69,7 +74,8 @@ class Deadline:
 
 
 def wait_until(predicate, seconds, what, interval=0.05):
-    """Polls a condition that has no event to wait on (process exit, /proc)."""
+    """Polls a condition that has no event to wait on (process exit, /proc).
+    `what` names it in the failure (a callable is asked at that moment)."""
     d = Deadline(seconds)
     while True:
         value = predicate()
@@ -80,17 +86,74 @@ def wait_until(predicate, seconds, what, interval=0.05):
         time.sleep(interval)
 
 
-class Response:
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers
-        self.body = body
+# --- Host processes (/proc) --------------------------------------------------
 
-    def json(self):
-        return json.loads(self.body)
+def host_processes():
+    """[(pid, cmdline bytes, uid)] of every live (not zombie) host process."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{entry}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        uid = int(fields.get("Uid", "0").split()[0])
+        out.append((int(entry), cmd, uid))
+    return out
 
-    def __repr__(self):
-        return f"<{self.status} {self.body[:300]!r}>"
+
+def parent_pid(pid):
+    """A process's parent, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_tree(roots):
+    """`roots` and every live process below them, each root before its
+    descendants (a pid below two roots comes twice)."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        ppid = parent_pid(entry)
+        if ppid is not None:
+            children.setdefault(ppid, []).append(int(entry))
+    found, unvisited = [], list(roots)
+    while unvisited:
+        pid = unvisited.pop()
+        found.append(pid)
+        unvisited.extend(children.get(pid, []))
+    return found
+
+
+def descendants(root):
+    """Host pids of every live descendant of `root` (not root itself)."""
+    return process_tree([root])[1:]
+
+
+def cmdline(pid):
+    """A process's command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def processes_of(state_dir, but=None):
@@ -101,19 +164,15 @@ def processes_of(state_dir, but=None):
     /tmp)."""
     marker = state_dir.encode()
     pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == but:
+    for pid, cmd, _ in host_processes():
+        if pid == but:
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                zombie = f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-            cwd = os.readlink(f"/proc/{entry}/cwd").encode()
+            cwd = os.readlink(f"/proc/{pid}/cwd").encode()
         except OSError:
             continue
-        if (marker in cmdline or cwd.startswith(marker + b"/")) and not zombie:
-            pids.append(int(entry))
+        if marker in cmd or cwd.startswith(marker + b"/"):
+            pids.append(pid)
     return pids
 
 
@@ -168,29 +227,70 @@ class TestCertificates:
         return ssl.create_default_context(cafile=self.ca)
 
 
+class Response:
+    """An HTTP response. It also unpacks as (status, body):
+    `status, body = gw.request(...)`."""
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __iter__(self):
+        return iter((self.status, self.body))
+
+    def __repr__(self):
+        return f"<{self.status} {self.body[:300]!r}>"
+
+
 class Gateway:
     """One sandgate process. Use as a context manager or call stop()."""
 
-    def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False, state_dir=None,
-                 token=None, keep_kernels=False, open_files=None, tls=None):
-        """`state_dir`: one an earlier gateway used (it is then left for its
-        owner to remove). `keep_kernels`: a stop leaves sandboxed kernels
-        running, as sandgate does by default; otherwise they end with it.
-        `open_files`: (soft, hard) RLIMIT_NOFILE the gateway starts with.
-        `tls`: TestCertificates to serve https and wss with."""
+    def __init__(self, *args, env=None, name=None, start_timeout=30, sandboxed=False, unsandboxed=(), policy=None,
+                 state_dir=None, token=None, keep_kernels=False, open_files=None, tls=None, log_dir=None):
+        """`sandboxed`: kernels run in real sandboxes (needs root), but for
+        the kernelspecs named in `unsandboxed`; otherwise every kernel runs
+        on the host. `policy`: the sandbox policy (a dict), written into the
+        state dir (policy_path) and passed as --policy. `state_dir`: one an
+        earlier gateway used (it is then left for its owner to remove).
+        `keep_kernels`: a stop leaves sandboxed kernels running, as sandgate
+        does by default; otherwise they end with it. `open_files`: (soft,
+        hard) RLIMIT_NOFILE the gateway starts with. `tls`: TestCertificates
+        to serve https and wss with. `log_dir`: where the gateway's log goes
+        (<build>/tests/artifacts/logs)."""
+        if unsandboxed and not sandboxed:
+            raise ValueError("`unsandboxed` names the exceptions of sandboxed=True")
+        if not os.path.exists(SANDGATE):
+            # A build may be relinking the binary; give it a moment.
+            wait_until(lambda: os.path.exists(SANDGATE), 120, f"{SANDGATE} to exist", 1)
         self.tls = tls
         if tls:
             args = (*args, "--certfile", tls.cert, "--keyfile", tls.key)
         self.token = token or "it-" + uuid.uuid4().hex
         self.owns_state = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="sandgate-it-")
-        os.makedirs(os.path.join(ARTIFACTS, "logs"), exist_ok=True)
+        self.sandbox_of = {}  # kernel id -> its sandbox's id
+        self.policy = policy
+        self.policy_path = None
+        if policy is not None:
+            self.policy_path = os.path.join(self.state_dir, "test-policy.json")
+            with open(self.policy_path, "w") as f:
+                json.dump(policy, f)
+            args = ("--policy", self.policy_path, *args)
+        if not sandboxed:
+            args = (*UNSANDBOXED_ARGS, *args)
+        elif unsandboxed:
+            args = ("--unsandboxed-kernels", ",".join(unsandboxed), *args)
+        log_dir = log_dir or os.path.join(ARTIFACTS, "logs")
+        os.makedirs(log_dir, exist_ok=True)
         name = name or "gateway"
-        self.log_path = os.path.join(ARTIFACTS, "logs", f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
+        self.log_path = os.path.join(log_dir, f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log")
         self.log_file = open(self.log_path, "wb")
         cmd = [SANDGATE, "--port", "0", "--auth-token", self.token, "--state-dir", self.state_dir,
-               *([] if sandboxed else UNSANDBOXED_ARGS), *([] if keep_kernels else ["--shutdown-kernels-on-exit"]),
-               *args]
+               *([] if keep_kernels else ["--shutdown-kernels-on-exit"]), *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, open_files)) if open_files else None
@@ -219,6 +319,10 @@ class Gateway:
             if line.startswith("sandgate: http"):
                 return line.split(" ", 1)[1].strip()
 
+    @property
+    def pid(self):
+        return self.proc.pid
+
     def log_tail(self, lines=40):
         self.log_file.flush()
         with open(self.log_path, "rb") as f:
@@ -237,6 +341,10 @@ class Gateway:
 
     def alive(self):
         return self.proc.poll() is None
+
+    def healthy(self):
+        """The gateway runs and answers REST."""
+        return self.alive() and self.request("GET", "api/kernels", timeout=15).status == 200
 
     def stop(self, timeout=15):
         """SIGTERM; returns (exit code, seconds taken). Kills after `timeout`."""
@@ -287,20 +395,26 @@ class Gateway:
         """Live processes of this gateway's kernels and sandboxes and every
         process below them (a sandboxed kernel's command line does not name
         the state dir, but it runs below a supervisor's, which does)."""
-        children = {}
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-        found, unvisited = [], list(self.kernel_pids())
-        while unvisited:
-            pid = unvisited.pop()
-            found.append(pid)
-            unvisited.extend(children.get(pid, []))
-        return found
+        return process_tree(self.kernel_pids())
+
+    def run_dirs(self, kid):
+        """The dirs under the state dir whose name holds the id of a kernel's
+        sandbox (its run dir among them)."""
+        sid = self.sandbox_id(kid)
+        return [p for p in glob.glob(os.path.join(self.state_dir, "**", "*" + sid + "*"), recursive=True)
+                if os.path.isdir(p)]
+
+    def sandbox_info(self, kid):
+        """{"outer": pids, "all": pids} of a kernel's sandbox on the host: the
+        sandgate-sandbox processes whose command line names the sandbox's id,
+        and every process below them."""
+        sid = self.sandbox_id(kid).encode()
+        outer = [pid for pid, cmd, _ in host_processes()
+                 if sid in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
+        info = {"outer": outer, "all": []}
+        for o in outer:
+            info["all"] += descendants(o)
+        return info
 
     def tcp_socket_holders(self):
         """{pid: [socket description]} of this gateway's processes other than
@@ -364,13 +478,24 @@ class Gateway:
     def start_kernel(self, name="python3", timeout=90):
         r = self.request("POST", "api/kernels", {"name": name}, timeout=timeout)
         if r.status != 201:
-            raise AssertionError(f"POST /api/kernels {name}: {r}")
-        return r.json()["id"]
+            raise AssertionError(f"POST /api/kernels {name}: {r}; log ends:\n{self.log_tail(10)}")
+        model = r.json()
+        self.sandbox_of[model["id"]] = model.get("sandbox_id")
+        return model["id"]
+
+    def sandbox_id(self, kid):
+        """The id of a kernel's sandbox (remembered, so it is known after DELETE)."""
+        if not self.sandbox_of.get(kid):
+            r = self.request("GET", f"api/kernels/{kid}")
+            if r.status != 200:
+                raise AssertionError(f"GET /api/kernels/{kid}: {r}")
+            self.sandbox_of[kid] = r.json()["sandbox_id"]
+        return self.sandbox_of[kid]
 
     def delete_kernel(self, kernel_id):
         r = self.request("DELETE", f"api/kernels/{kernel_id}")
         if r.status != 204:
-            raise AssertionError(f"DELETE kernel: {r}")
+            raise AssertionError(f"DELETE /api/kernels/{kernel_id}: {r}")
 
     def connect(self, kernel_id, **kw):
         return KernelSocket(self, kernel_id, **kw)
@@ -476,6 +601,10 @@ class Closed(Exception):
         super().__init__(f"WebSocket closed: {code} {reason!r}")
         self.code = code
         self.reason = reason
+
+
+class NoMessage(AssertionError):
+    """No message arrived in time (KernelSocket.recv)."""
 
 
 class KernelSocket:
@@ -607,14 +736,17 @@ class KernelSocket:
                    buffers, data, raw_parts, binary)
 
     def recv(self, timeout=30):
-        """The next message; raises Closed on a close frame, AssertionError on timeout."""
+        """The next message; raises Closed on a close frame, NoMessage on timeout."""
         d = Deadline(timeout)
         while True:
-            self.ws.settimeout(d.left("a message"))
+            left = d.remaining()
+            if left <= 0:
+                raise NoMessage(f"no message within {timeout} s")
+            self.ws.settimeout(left)
             try:
                 opcode, frame = self.ws.recv_data_frame(True)
             except websocket.WebSocketTimeoutException:
-                raise AssertionError(f"no message within {timeout} s")
+                raise NoMessage(f"no message within {timeout} s")
             except websocket.WebSocketConnectionClosedException:
                 raise Closed(None, "connection dropped")
             if opcode == websocket.ABNF.OPCODE_CLOSE:
@@ -658,6 +790,56 @@ class KernelSocket:
             "allow_stdin": stdin, "stop_on_error": stop_on_error})
         return self.finish(msg_id, timeout)
 
+    def attempt(self, code, timeout=120):
+        """Runs code meant to break things and reports what happened,
+        whatever happened (the kernel dies, the gateway closes the socket, no
+        reply in time): a dict of reply (the execute_reply's content or
+        None), status, stdout, stderr, error ((ename, evalue) or None),
+        messages (this request's), other (the rest read meanwhile),
+        timed_out and closed. Stops at the reply and the idle status."""
+        msg_id = self.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": True})
+        d = Deadline(timeout)
+        res = {"reply": None, "status": None, "stdout": "", "stderr": "", "error": None, "messages": [],
+               "other": [], "timed_out": False, "closed": False}
+        idle = False
+        while res["reply"] is None or not idle:
+            try:
+                m = self.recv(d.remaining())
+            except NoMessage:
+                res["timed_out"] = True
+                break
+            except (Closed, ConnectionError):
+                res["closed"] = True
+                break
+            if m.parent_id != msg_id:
+                res["other"].append(m)
+                continue
+            res["messages"].append(m)
+            if m.channel == "shell":
+                res["reply"] = m.content
+                res["status"] = m.content.get("status")
+            elif m.msg_type == "stream":
+                res[m.content["name"]] += m.content["text"]
+            elif m.msg_type == "error":
+                res["error"] = (m.content.get("ename"), m.content.get("evalue"))
+            elif m.msg_type == "status" and m.content.get("execution_state") == "idle":
+                idle = True
+        return res
+
+    def drain(self, seconds):
+        """Every message that arrives within `seconds` (statuses after a
+        restart, ...), until the socket closes."""
+        d = Deadline(seconds)
+        got = []
+        while d.remaining() > 0:
+            try:
+                got.append(self.recv(d.remaining()))
+            except (NoMessage, Closed, ConnectionError):
+                break
+        return got
+
     def finish(self, msg_id, timeout=60):
         d = Deadline(timeout)
         reply, iopub = None, []
@@ -675,6 +857,66 @@ class KernelSocket:
                 if m.msg_type == "status" and m.content.get("execution_state") == "idle":
                     idle = True
         return reply, iopub
+
+
+# --- Known bytes and the processes that make them ---------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def make_png(width, height):
+    """A valid RGB PNG whose bytes the test knows."""
+    rows = b"".join(b"\x00" + bytes((x * 31 + y * 17 + i * 5) % 256 for x in range(width) for i in range(3))
+                    for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (PNG_SIGNATURE + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def png_size(data):
+    """(width, height) of a PNG whose signature and IHDR chunk (with its CRC) are right."""
+    if data[:8] != PNG_SIGNATURE:
+        raise AssertionError(f"not a PNG signature: {data[:8]!r}")
+    length, kind = struct.unpack(">I4s", data[8:16])
+    if kind != b"IHDR" or length != 13:
+        raise AssertionError(f"first chunk {kind!r} of {length} bytes, not IHDR")
+    body = data[16:29]
+    if zlib.crc32(kind + body) != struct.unpack(">I", data[29:33])[0]:
+        raise AssertionError("IHDR CRC mismatch")
+    return struct.unpack(">II", body[:8])
+
+
+def sandbox_processes(gw, sandbox_id):
+    """Host pids of one sandbox of the gateway: its supervisors (whose command
+    line names the sandbox id) and every process below them."""
+    supervisors = [pid for pid in gw.kernel_pids() if sandbox_id.encode() in
+                   (cmdline(pid).encode().split(b" "))]
+    return list(dict.fromkeys(process_tree(supervisors)))
+
+
+def syscalls_of(gw, marker):
+    """What each process of the gateway's sandboxes whose command line holds
+    `marker` does: the first field of its /proc/<pid>/syscall ("running" on a
+    CPU, "-1" in user code, else the number of the system call it waits in)."""
+    found = []
+    for pid in gw.sandbox_pids():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker not in f.read():
+                    continue
+            with open(f"/proc/{pid}/syscall") as f:
+                found.append(f.read().split()[0])
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def runs_user_code(gw, marker):
+    """True once such a process is in user code (a busy loop), not in a system call."""
+    return any(state in ("running", "-1") for state in syscalls_of(gw, marker))
 
 
 def stream_text(msgs, name="stdout"):
