@@ -30,19 +30,21 @@ void write_refusal(int fd, const std::string& why) {
 
 }  // namespace
 
-egress_forwarder::egress_forwarder(std::uint16_t port, std::string proxy_socket)
-    : proxy_socket_(std::move(proxy_socket)) {
-  epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1(forwarder)")));
-  listener_.reset(static_cast<int>(check_sys(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
-                                             "socket(AF_INET, forwarder)")));
-  const int one = 1;
-  ::setsockopt(listener_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+unique_fd egress_forwarder::reserve(std::uint16_t port) {
+  unique_fd fd(static_cast<int>(check_sys(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
+                                          "socket(AF_INET, forwarder)")));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check_sys(::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr),
+  check_sys(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr),
             "bind(127.0.0.1:" + std::to_string(port) + ")");
+  return fd;
+}
+
+egress_forwarder::egress_forwarder(unique_fd bound, std::string proxy_socket)
+    : proxy_socket_(std::move(proxy_socket)), listener_(std::move(bound)) {
+  epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1(forwarder)")));
   check_sys(::listen(listener_.get(), 128), "listen(forwarder)");
   epoll_event ev{};
   ev.events = EPOLLIN;

@@ -21,8 +21,12 @@ inline constexpr std::size_t max_forwarded_connections = 256;
 
 class egress_forwarder {
  public:
-  // Listens on 127.0.0.1:`port`; throws sys_error.
-  egress_forwarder(std::uint16_t port, std::string proxy_socket);
+  // A TCP socket bound to 127.0.0.1:`port`, not listening (connects to it
+  // are refused) and without SO_REUSEADDR, so that no program in the sandbox
+  // can bind that port before the forwarder needs it; throws sys_error.
+  [[nodiscard]] static unique_fd reserve(std::uint16_t port);
+  // Listens on `bound` (from reserve()); throws sys_error.
+  egress_forwarder(unique_fd bound, std::string proxy_socket);
   ~egress_forwarder();
 
   // An epoll descriptor the supervisor watches for EPOLLIN.

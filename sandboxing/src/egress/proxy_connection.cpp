@@ -108,6 +108,7 @@ void proxy_connection::on_resolved(std::string error, std::vector<sb::ip_address
       candidates_.push_back(a);
     } else if (first_refusal_.empty()) {
       first_refusal_ = d.reason;
+      refused_address_ = a;
     }
   }
   if (candidates_.empty())
@@ -282,7 +283,9 @@ void proxy_connection::finish(const std::string& verdict, const std::string& rea
                   {"method", method_},
                   {"host", target_.host},
                   {"port", target_.port},
-                  {"address", address_ ? sb::to_string(*address_) : std::string()},
+                  {"address", address_           ? sb::to_string(*address_)
+                              : refused_address_ ? sb::to_string(*refused_address_)
+                                                 : std::string()},
                   {"bytes_up", bytes_up_},
                   {"bytes_down", bytes_down_},
                   {"verdict", verdict},

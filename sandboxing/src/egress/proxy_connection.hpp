@@ -67,7 +67,8 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   std::string method_;
   std::vector<sandboxing::ip_address> candidates_;
   std::size_t next_candidate_ = 0;
-  std::optional<sandboxing::ip_address> address_;  // what it connected to
+  std::optional<sandboxing::ip_address> address_;          // what it connected to
+  std::optional<sandboxing::ip_address> refused_address_;  // else the first resolved one it refused
   bool literal_ = false;
   std::string first_refusal_;
   std::string pending_;  // the response or upstream head being written
