@@ -21,7 +21,7 @@ import unittest
 
 import egress_dns
 import egress_servers
-from security_fixture import TEST_POLICY, Kernel, SandboxTestCase, host_processes, wait_until
+from security_fixture import TEST_POLICY, Kernel, SandboxTestCase, host_processes, proc_ppid, wait_until
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
 HOSTS_FILE = os.path.join(WORK, "hosts")
@@ -152,6 +152,12 @@ class Egress(SandboxTestCase):
         self.assertEqual(net["hosts"], NET_A["hosts"])
         self.assertEqual(net["cidrs"], ["127.0.0.1/32"])
         self.assertEqual(net["ports"], sorted([P, PS]))
+
+    def test_the_proxy_starts_with_the_gateway(self):
+        # Its ceiling allows egress: the proxy runs before any sandbox asks for it.
+        events = [e.get("event") for e in self.gw.log_events()]
+        self.assertNotIn("egress_proxy_failed", events)
+        self.assertLess(events.index("egress_proxy_started"), events.index("sandbox_created"), events[:20])
 
     # --- refused ----------------------------------------------------------------------------
     def test_host_outside_the_list_gets_403_naming_it(self):
@@ -439,7 +445,7 @@ class Egress(SandboxTestCase):
     # --- a proxy that dies ------------------------------------------------------------------
     def test_zz_a_proxy_that_dies_fails_closed_and_comes_back(self):
         pids = [pid for pid, cmd, _ in host_processes() if b"sandgate-egress" in cmd.split(b"\0")[0]
-                and self.gw.state_dir.encode() not in cmd]
+                and proc_ppid(pid) == self.gw.pid]
         self.assertEqual(len(pids), 1, pids)
         socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
         os.kill(pids[0], signal.SIGKILL)

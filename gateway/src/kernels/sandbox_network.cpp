@@ -7,6 +7,7 @@
 #include <gateway/log.hpp>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <sandboxing/policy_error.hpp>
 
@@ -119,6 +120,8 @@ void sandbox_manager::open_egress(const std::shared_ptr<sandbox_entry>& s, const
 
 egress_proxy& sandbox_manager::egress() {
   if (!egress_) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg_.state_dir / "logs", ec);  // its stderr goes there
     egress_ = std::make_unique<egress_proxy>(io_, exe_dir_ / "sandgate-egress", cfg_.egress_hosts_file,
                                              cfg_.egress_resolver, cfg_.state_dir / "logs" / "egress.log");
     egress_->on_connection([this](const json& event) { on_egress_connection(event); });
