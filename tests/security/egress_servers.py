@@ -1,7 +1,8 @@
 """Servers for the egress tests, on 127.0.0.1 of the host or, run as a
 program, on an address of a network namespace the test made (never any other
 address): an HTTP server (hello, a redirect to a refused host, a slow endless
-download, a large body, a body of bytes the test can check) and the same
+download, a large body, a body of bytes the test can check, the digest of
+an uploaded body) and the same
 behind TLS with a certificate from a CA the test makes with the openssl CLI.
 
 As a program: egress_servers.py ADDRESS CERT KEY serves HTTP and HTTPS on
@@ -81,6 +82,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = f"hello from {self.headers.get('Host', '?')} {self.path}".encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):  # answers the SHA-256 of the body it read: an upload checked end to end
+        Handler.seen.append((self.headers.get("Host", ""), self.path))
+        left, digest = int(self.headers.get("Content-Length", "0")), hashlib.sha256()
+        while left > 0:
+            chunk = self.rfile.read(min(left, 1 << 16))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+        body = digest.hexdigest().encode()
+        self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

@@ -110,6 +110,14 @@ class EgressToANamespace(unittest.TestCase):
         self.assertEqual(r["exit_code"], 0, r)
         self.assertEqual(r["stdout"].strip(), f"hello from {self.name}:{h.https_port} /py")
 
+    def test_an_upload_arrives_intact(self):
+        h = self.host
+        for url in (f"http://{self.name}:{h.http_port}/upload", f"https://{self.name}:{h.https_port}/upload"):
+            r = self.cmd(self.gw, self.sid, f"head -c {BLOB} /dev/urandom > /tmp/up; sha256sum < /tmp/up;"
+                                            f" curl -sS -m 30 --data-binary @/tmp/up '{url}'")
+            sent, _, received = r["stdout"].partition("\n")
+            self.assertEqual(received.strip(), sent.split()[0], (url, r))
+
     def test_an_ip_literal_needs_the_range_in_cidrs(self):
         h = self.host
         code, digest, size, r = self.fetch(self.gw, self.sid, f"http://{h.address}:{h.http_port}/blob/4096/lit")

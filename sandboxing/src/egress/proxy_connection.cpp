@@ -60,6 +60,7 @@ void proxy_connection::start() {
                            " connections open, its most");
   parser_.emplace();
   parser_->header_limit(max_header_bytes);
+  parser_->body_limit(boost::none);  // the body is relayed, never parsed: no limit on an upload's size
   timer_.expires_after(header_timeout);
   timer_.async_wait([self = shared_from_this()](const error_code& ec) {
     if (!ec && !self->relaying_ && !self->done_) self->finish("refused", "no request head within 10 s");
