@@ -99,6 +99,17 @@ class Egress(SandboxTestCase):
         code, rc = first.split()
         return int(code), body, int(rc), r["stderr"]
 
+    def slow_download(self, sid, tag):
+        """A command downloading /slow (4 KiB every 50 ms for a minute) in a thread, once the
+        server has its request; (thread, the dict the command's result goes into)."""
+        result = {}
+        t = threading.Thread(target=lambda: result.update(self.cmd(
+            sid, f"curl -sS -o /dev/null -w '%{{size_download}}' http://files.test:{P}/slow/?{tag}", 60)))
+        t.start()
+        wait_until(lambda: (f"files.test:{P}", f"/slow/?{tag}") in egress_servers.Handler.seen, 20,
+                   "the download to reach the server")
+        return t, result
+
     def audit_lines(self, event):
         with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
             return [json.loads(line) for line in f if f'"event":"{event}"' in line]
@@ -257,13 +268,7 @@ class Egress(SandboxTestCase):
     def test_patch_closes_a_download_in_progress(self):
         sid = self.make_sandbox(NET_A)
         self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
-        result = {}
-        t = threading.Thread(target=lambda: result.update(self.cmd(
-            sid, f"curl -sS -o /dev/null -w '%{{size_download}}' http://files.test:{P}/slow/?patch", 60)))
-        t.start()
-        # 4 KiB every 50 ms for a minute: under way once the server has the request.
-        wait_until(lambda: (f"files.test:{P}", "/slow/?patch") in egress_servers.Handler.seen, 20,
-                   "the download to reach the server")
+        t, result = self.slow_download(sid, "patch")
         patched = time.monotonic()
         status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network",
                                        {"mode": "allow", "hosts": ["secure.test"], "cidrs": ["127.0.0.1/32"],
@@ -331,12 +336,7 @@ class Egress(SandboxTestCase):
         self.assertEqual(r["stdout"].splitlines(),
                          ["http://127.0.0.1:3128 localhost,127.0.0.1", f"hello from files.test:{P} /kernel"])
         # Back to none: the download in progress is closed, the proxy refuses what comes next.
-        result = {}
-        t = threading.Thread(target=lambda: result.update(self.cmd(
-            sid, f"curl -sS -o /dev/null http://files.test:{P}/slow/?none", 60)))
-        t.start()
-        wait_until(lambda: (f"files.test:{P}", "/slow/?none") in egress_servers.Handler.seen, 20,
-                   "the download to reach the server")
+        t, result = self.slow_download(sid, "none")
         status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", "none")
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["network"], "none")

@@ -41,28 +41,39 @@ class temp_dir {
   std::filesystem::path path_;
 };
 
+// A supervised sandbox attached to a control socket whose other end (the
+// stand-in supervisor, `peer`) the test holds once accept() returns.
+struct attached_sandbox {
+  attached_sandbox() : acceptor(io, unix_socket::endpoint((dir.path() / "control.sock").string())) {
+    opts.id = "sandbox-under-test";
+    opts.control_path = dir.path() / "control.sock";
+    opts.run_dir = dir.path() / "run";
+    box = std::make_shared<sg::supervised_sandbox>(io, opts);
+  }
+  // After attach(): the stand-in's end of the connection.
+  void accept() { acceptor.accept(peer); }
+
+  temp_dir dir;
+  net::io_context io;
+  unix_socket::acceptor acceptor;
+  sg::supervisor_options opts;
+  std::shared_ptr<sg::supervised_sandbox> box;
+  unix_socket::socket peer{io};
+};
+
 // What the gateway makes of `frame`, sent first on the control socket of an
 // attached sandbox: the reason the sandbox ended, if it did within 5 s.
 std::optional<std::string> end_after(const nlohmann::json& frame) {
-  temp_dir dir;
-  net::io_context io;
-  const auto control = dir.path() / "control.sock";
-  unix_socket::acceptor acceptor(io, unix_socket::endpoint(control.string()));
-  sg::supervisor_options opts;
-  opts.id = "sandbox-under-test";
-  opts.control_path = control;
-  opts.run_dir = dir.path() / "run";
-  auto box = std::make_shared<sg::supervised_sandbox>(io, opts);
+  attached_sandbox s;
   std::optional<std::string> ended;
-  box->on_end([&](const std::string& why) { ended = why; });
-  box->attach(0);
-  unix_socket::socket peer(io);
-  acceptor.accept(peer);
-  net::write(peer, net::buffer(sandgate::sandboxing::control::encode_frame(frame)));
+  s.box->on_end([&](const std::string& why) { ended = why; });
+  s.box->attach(0);
+  s.accept();
+  net::write(s.peer, net::buffer(sandgate::sandboxing::control::encode_frame(frame)));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!ended && std::chrono::steady_clock::now() < deadline)
-    io.run_for(std::chrono::milliseconds(20));
-  box->detach();
+    s.io.run_for(std::chrono::milliseconds(20));
+  s.box->detach();
   return ended;
 }
 
@@ -90,22 +101,16 @@ TEST(supervised_sandbox, a_ready_frame_for_another_sandbox_ends_it_too) {
 }
 
 TEST(supervised_sandbox, open_egress_asked_before_ready_goes_after_it_and_gets_the_reply) {
-  temp_dir dir;
-  net::io_context io;
-  const auto control = dir.path() / "control.sock";
-  unix_socket::acceptor acceptor(io, unix_socket::endpoint(control.string()));
-  sg::supervisor_options opts;
-  opts.id = "sandbox-under-test";
-  opts.control_path = control;
-  opts.run_dir = dir.path() / "run";
-  auto box = std::make_shared<sg::supervised_sandbox>(io, opts);
+  attached_sandbox s;
+  auto& io = s.io;
+  auto& peer = s.peer;
+  auto& box = s.box;
   box->attach(0);
   std::optional<std::string> opened;
   box->open_egress([&](const std::string& error) { opened = error; });
-  unix_socket::socket peer(io);
-  acceptor.accept(peer);
+  s.accept();
   net::write(peer, net::buffer(sandgate::sandboxing::control::encode_frame({{"event", "ready"},
-                                                                            {"id", opts.id},
+                                                                            {"id", s.opts.id},
                                                                             {"pid", 1},
                                                                             {"host_uid", 0},
                                                                             {"host_gid", 0},
