@@ -10,14 +10,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <system_error>
 
 #include "sandboxing/sys_error.hpp"
 
 namespace sandgate::sandboxing::detail {
 namespace {
 
-constexpr std::size_t pipe_bytes = 256 * 1024;  // F_SETPIPE_SZ; 64 KiB if refused
 constexpr std::uint32_t pair_events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 
 void write_refusal(int fd, const std::string& why) {
@@ -30,19 +31,21 @@ void write_refusal(int fd, const std::string& why) {
 
 }  // namespace
 
-egress_forwarder::egress_forwarder(std::uint16_t port, std::string proxy_socket)
-    : proxy_socket_(std::move(proxy_socket)) {
-  epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1(forwarder)")));
-  listener_.reset(static_cast<int>(check_sys(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
-                                             "socket(AF_INET, forwarder)")));
-  const int one = 1;
-  ::setsockopt(listener_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+unique_fd egress_forwarder::reserve(std::uint16_t port) {
+  unique_fd fd(static_cast<int>(check_sys(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
+                                          "socket(AF_INET, forwarder)")));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check_sys(::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr),
+  check_sys(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr),
             "bind(127.0.0.1:" + std::to_string(port) + ")");
+  return fd;
+}
+
+egress_forwarder::egress_forwarder(unique_fd bound, std::string proxy_socket)
+    : proxy_socket_(std::move(proxy_socket)), listener_(std::move(bound)) {
+  epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1(forwarder)")));
   check_sys(::listen(listener_.get(), 128), "listen(forwarder)");
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -90,16 +93,17 @@ void egress_forwarder::accept_all() {
     }
     const int one = 1;
     ::setsockopt(client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto p = std::make_unique<pair>();
-    int up[2], down[2];
-    if (::pipe2(up, O_NONBLOCK | O_CLOEXEC) != 0) continue;
-    p->up.pipe_read.reset(up[0]);
-    p->up.pipe_write.reset(up[1]);
-    if (::pipe2(down, O_NONBLOCK | O_CLOEXEC) != 0) continue;
-    p->down.pipe_read.reset(down[0]);
-    p->down.pipe_write.reset(down[1]);
-    for (int fd : {up[1], down[1]})
-      ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(pipe_bytes));
+    // Larger batches per splice and fewer wake-ups.
+    for (int fd : {client.get(), proxy.get()})
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &forwarder_socket_buffer_bytes,
+                   sizeof forwarder_socket_buffer_bytes);
+    std::unique_ptr<pair> p;
+    try {
+      p = std::make_unique<pair>();
+    } catch (const std::system_error& e) {
+      write_refusal(client.get(), std::string("the forwarder cannot relay: ") + e.what());
+      continue;
+    }
     p->client = std::move(client);
     p->proxy = std::move(proxy);
     p->up.from = p->down.to = p->client.get();
@@ -119,46 +123,19 @@ void egress_forwarder::accept_all() {
 bool egress_forwarder::pump(pair& p) {
   pump(p.up);
   pump(p.down);
-  return !(p.up.done() && p.down.done());
+  return !(p.up.done && p.down.done);
 }
 
 void egress_forwarder::pump(direction& d) {
-  for (;;) {
-    if (d.dead) return;
-    bool progress = false;
-    if (!d.eof && d.in_pipe < pipe_bytes) {
-      const ssize_t n = ::splice(d.from, nullptr, d.pipe_write.get(), nullptr, pipe_bytes - d.in_pipe,
-                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n > 0) {
-        d.in_pipe += static_cast<std::size_t>(n);
-        progress = true;
-      } else if (n == 0) {
-        d.eof = true;
-        progress = true;
-      } else if (errno == EINTR) {
-        continue;
-      } else if (errno != EAGAIN) {
-        d.eof = true;  // a read error ends this way like an end of stream
-        progress = true;
-      }
-    }
-    if (d.in_pipe > 0) {
-      const ssize_t m =
-          ::splice(d.pipe_read.get(), nullptr, d.to, nullptr, d.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (m > 0) {
-        d.in_pipe -= static_cast<std::size_t>(m);
-        progress = true;
-      } else if (m < 0 && errno != EAGAIN && errno != EINTR) {
-        d.dead = true;  // the reader is gone: drop what is left
-        ::shutdown(d.from, SHUT_RD);
-        return;
-      }
-    }
-    if (d.eof && d.in_pipe == 0 && !d.shut) {
-      ::shutdown(d.to, SHUT_WR);
-      d.shut = true;
-    }
-    if (!progress) return;
+  if (d.done) return;
+  // Edge-triggered: each call goes on until it must wait, which a later edge ends.
+  const auto r = d.pump.pump(d.from, d.to, SIZE_MAX);
+  if (r.next == egress::splice_pump::wait::ended) {
+    ::shutdown(d.to, SHUT_WR);
+    d.done = true;
+  } else if (r.next == egress::splice_pump::wait::broken) {
+    ::shutdown(d.from, SHUT_RD);  // the reader is gone: what is left is dropped
+    d.done = true;
   }
 }
 

@@ -2,9 +2,10 @@
 // sandbox's network namespace) listens on 127.0.0.1:3128 and relays every
 // accepted connection, byte for byte, to the egress proxy's unix socket in
 // the run dir (/run/sandgate/egress.sock), with splice(2) through a pipe per
-// direction (64 KiB each, no copies through user space). It knows nothing of
-// HTTP; the proxy outside decides. When the proxy cannot be reached the
-// client gets a 503 naming why, then the connection closes (never a hang).
+// direction (egress::splice_pump: no copies through user space). It knows
+// nothing of HTTP; the proxy outside decides. When the proxy cannot be
+// reached the client gets a 503 naming why, then the connection closes
+// (never a hang).
 #pragma once
 
 #include <cstdint>
@@ -13,16 +14,27 @@
 #include <string>
 #include <vector>
 
+#include "egress/splice_pump.hpp"
 #include "sandboxing/unique_fd.hpp"
 
 namespace sandgate::sandboxing::detail {
 
 inline constexpr std::size_t max_forwarded_connections = 256;
+// Each direction's pipe (the system's default, 64 KiB, when the sandbox
+// user's pipe pages run out), and the send buffer of both sockets of a
+// connection (net.core.wmem_max permitting; the kernel doubles it): at most
+// about 2 x 1 MiB + 2 x 2 MiB held per connection, in the kernel.
+inline constexpr std::size_t forwarder_pipe_bytes = 1024 * 1024;
+inline constexpr int forwarder_socket_buffer_bytes = 1024 * 1024;
 
 class egress_forwarder {
  public:
-  // Listens on 127.0.0.1:`port`; throws sys_error.
-  egress_forwarder(std::uint16_t port, std::string proxy_socket);
+  // A TCP socket bound to 127.0.0.1:`port`, not listening (connects to it
+  // are refused) and without SO_REUSEADDR, so that no program in the sandbox
+  // can bind that port before the forwarder needs it; throws sys_error.
+  [[nodiscard]] static unique_fd reserve(std::uint16_t port);
+  // Listens on `bound` (from reserve()); throws sys_error.
+  egress_forwarder(unique_fd bound, std::string proxy_socket);
   ~egress_forwarder();
 
   // An epoll descriptor the supervisor watches for EPOLLIN.
@@ -32,21 +44,17 @@ class egress_forwarder {
 
  private:
   struct direction {
+    explicit direction(std::size_t pipe_bytes) : pump(pipe_bytes) {}
     int from = -1;
     int to = -1;
-    unique_fd pipe_read;
-    unique_fd pipe_write;
-    std::size_t in_pipe = 0;
-    bool eof = false;   // `from` ended
-    bool shut = false;  // `to` was shut down for writing
-    bool dead = false;  // broken: nothing more moves this way
-    [[nodiscard]] bool done() const noexcept { return shut || dead; }
+    egress::splice_pump pump;
+    bool done = false;  // `to` shut down for writing, or broken: nothing more moves this way
   };
   struct pair {
     unique_fd client;
     unique_fd proxy;
-    direction up;    // client -> proxy
-    direction down;  // proxy -> client
+    direction up{forwarder_pipe_bytes};    // client -> proxy
+    direction down{forwarder_pipe_bytes};  // proxy -> client
     bool closed = false;
   };
 

@@ -131,6 +131,16 @@ network_policy parse_network_policy(const json& value, const std::string& field)
   return p;
 }
 
+std::map<std::string, std::string> egress_proxy_env() {
+  const std::string proxy = "http://127.0.0.1:" + std::to_string(egress_proxy_port);
+  return {{"HTTP_PROXY", proxy},
+          {"HTTPS_PROXY", proxy},
+          {"http_proxy", proxy},
+          {"https_proxy", proxy},
+          {"NO_PROXY", "localhost,127.0.0.1"},
+          {"no_proxy", "localhost,127.0.0.1"}};
+}
+
 std::string_view to_string(network_mode mode) {
   switch (mode) {
     case network_mode::none:

@@ -66,8 +66,17 @@ int supervisor::run() {
   watch(child_timer_.get(), EPOLLIN);
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
   if (config_.egress_port != 0) {
-    forwarder_ = std::make_unique<egress_forwarder>(config_.egress_port, config_.egress_socket);
+    forwarder_ = std::make_unique<egress_forwarder>(egress_forwarder::reserve(config_.egress_port),
+                                                    config_.egress_socket);
     watch(forwarder_->fd(), EPOLLIN);
+  } else if (config_.listen_fd >= 0) {
+    // Egress may be opened later (open_egress): the port is kept for it.
+    try {
+      egress_reserved_ = egress_forwarder::reserve(egress_proxy_port);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sandgate-sandbox: %s: the egress port stays free: %s\n", config_.id.c_str(),
+                   e.what());
+    }
   }
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 

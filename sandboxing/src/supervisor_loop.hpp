@@ -66,6 +66,9 @@ class supervisor {
   control::reply do_signal(const json& message);
   control::reply do_kill(const json& message);
   control::reply do_extend(const json& message);
+  // Egress opened while the sandbox runs: lo up, the forwarder listening,
+  // the proxy's variables in every later spawn. Idempotent.
+  control::reply do_open_egress(const json& message);
   void finish(int code);
 
   // supervisor_children.cpp
@@ -95,6 +98,8 @@ class supervisor {
   child_cgroups cgroups_;
   std::unique_ptr<control_connection> connection_;
   std::unique_ptr<egress_forwarder> forwarder_;       // egress on: 127.0.0.1:3128 -> the proxy
+  unique_fd egress_reserved_;                         // egress off: 127.0.0.1:3128 bound, not listening
+  std::map<std::string, std::string> egress_env_;     // egress opened later: under every spawn's env
   bool connection_wants_out_ = false;                 // EPOLLOUT registered for the connection
   std::map<std::string, supervised_child> children_;  // named children, until their exit is reported
   std::map<pid_t, std::string> names_;                // pids of named children still running

@@ -1,6 +1,7 @@
 // The supervisor's answers to the gateway's requests, and its ending.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandboxing/network.hpp"
 #include "sandboxing/sys_error.hpp"
 #include "supervisor_loop.hpp"
 
@@ -46,6 +48,8 @@ void supervisor::handle(const json& message) {
       result = do_kill(message);
     } else if (op == "extend") {
       result = do_extend(message);
+    } else if (op == "open_egress") {
+      result = do_open_egress(message);
     } else if (op == "ping") {
       result.ok = true;
     } else if (op == "shutdown") {
@@ -88,6 +92,8 @@ control::reply supervisor::do_spawn(const json& message) {
     spawn_spec spec;
     spec.argv = request.argv;
     spec.env = config_.base_env;
+    for (const auto& [key, value] : egress_env_)
+      spec.env.emplace(key, value);  // the policy's env.set wins, as at a start with egress
     for (const auto& [key, value] : request.env)
       spec.env[key] = value;
     spec.cwd = request.cwd.empty() ? "/workspace" : request.cwd;
@@ -197,6 +203,21 @@ control::reply supervisor::do_extend(const json& message) {
     }
   }
   set_ttl(request.expires_at);
+  result.ok = true;
+  return result;
+}
+
+control::reply supervisor::do_open_egress(const json& message) {
+  control::reply result;
+  result.req = message.value("req", std::uint64_t{0});
+  if (!forwarder_) {
+    setup_network(network_mode::loopback);  // lo is down in a sandbox started with "none"
+    unique_fd bound =
+        egress_reserved_ ? std::move(egress_reserved_) : egress_forwarder::reserve(egress_proxy_port);
+    forwarder_ = std::make_unique<egress_forwarder>(std::move(bound), config_.egress_socket);
+    watch(forwarder_->fd(), EPOLLIN);
+    egress_env_ = egress_proxy_env();
+  }
   result.ok = true;
   return result;
 }

@@ -2,10 +2,16 @@
 """Egress through sandgate-egress vs directly on the host, on loopback only.
 
 A local HTTP server on 127.0.0.1 serves N MiB; curl fetches it on the host
-(direct) and from a command in a sandbox whose policy allows bench.test
-(-> 127.0.0.1 via --egress-hosts-file), through the forwarder and the proxy.
-Reports throughput, time to first byte of a tiny response (p50 of many), and
-the proxy's and the supervisor's CPU per MiB moved. Needs root (sandboxes).
+(direct), on the host through the proxy's unix socket of the sandbox
+(curl --unix-socket: the proxy alone), and from a command in a sandbox whose
+policy allows bench.test (-> 127.0.0.1 via --egress-hosts-file), through the
+forwarder and the proxy; and, for what a sandbox costs by itself, a server
+inside the sandbox serves the same to a curl beside it over the sandbox's own
+loopback (no proxy: "inside"). The four in turn, each run. The sandbox may use
+every CPU (limits.cpu), so that its CPU limit does not bound it where the
+host's curl has none. Reports throughput (median of the runs), time to first
+byte of a tiny response (p50 of many), the proxy's and the supervisor's CPU
+per MiB moved, and the load average around it. Needs root (sandboxes).
 
 usage: SANDGATE_BUILD_DIR=build tests/bench/egress_bench.py [--mib 100] [--runs 3] [--ttfb 200]
 """
@@ -23,10 +29,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "security"))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import egress_servers  # noqa: E402
-from sandgate_fixture import host_processes  # noqa: E402
+from sandgate_fixture import host_processes, parent_pid  # noqa: E402
 from security_case import TEST_POLICY, sandbox_gateway  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+# The same bytes as egress_servers' /bytes/N, from inside the sandbox: port 0, told through a file.
+INSIDE_SERVER = r"""
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+open("/tmp/bench-port.tmp", "w").write(str(s.getsockname()[1]))
+__import__("os").rename("/tmp/bench-port.tmp", "/tmp/bench-port")
+chunk = b"b" * (1 << 20)
+while True:
+    c, _ = s.accept()
+    c.recv(65536)
+    n = N
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
+    while n > 0:
+        c.sendall(chunk[:min(n, len(chunk))])
+        n -= min(n, len(chunk))
+    c.close()
+"""
 
 
 def cpu_s(pid):
@@ -51,6 +77,7 @@ def main():
            "bytes_per_second": 1 << 40}
     policy = copy.deepcopy(TEST_POLICY)
     policy["limits"]["memory_bytes"] = 1 << 30
+    policy["limits"]["cpu"] = float(os.cpu_count())
     policy["network_ceiling"] = net
     gw = sandbox_gateway("--egress-hosts-file", hosts, policy=policy, name="egress-bench")
     try:
@@ -67,36 +94,57 @@ def main():
             return r["stdout"]
 
         big = f"/bytes/{args.mib << 20}"
-        in_sandbox(f"curl -sS -o /dev/null http://bench.test:{port}/hello")  # the proxy starts
-        proxy = [p for p, cmd, _ in host_processes() if b"sandgate-egress" in cmd.split(b"\0")[0]][0]
+        in_sandbox(f"curl -sS -o /dev/null http://bench.test:{port}/hello")  # the path works
+        proxy = [p for p, cmd, _ in host_processes()
+                 if b"sandgate-egress" in cmd.split(b"\0")[0] and parent_pid(p) == gw.pid][0]
         outer = [p for p, cmd, _ in host_processes() if sid.encode() in cmd and b"sandgate-sandbox" in cmd][0]
         supervisor = int(open(f"/proc/{outer}/task/{outer}/children").read().split()[0])
         fmt = "-w '%{speed_download} %{time_starttransfer}\\n'"
-        direct, proxied, cpu_proxy, cpu_sup = [], [], [], []
+        socket_path = os.path.join(gw.state_dir, "run", sid, "egress.sock")
+        load_before = os.getloadavg()
+        direct, proxy_only, proxied, inside, cpu_proxy, cpu_sup = [], [], [], [], [], []
+        server_inside = INSIDE_SERVER.replace("N\n", f"{args.mib << 20}\n")
+        inside_cmd = (f"rm -f /tmp/bench-port; python3 -c '{server_inside}' & "
+                      "for i in $(seq 500); do [ -e /tmp/bench-port ] && break; sleep 0.01; done; "
+                      f"curl -sS -o /dev/null {fmt} --noproxy '*' http://127.0.0.1:$(cat /tmp/bench-port)/; kill %1")
         for _ in range(args.runs):
             out = subprocess.run(f"curl -sS -o /dev/null {fmt} http://127.0.0.1:{port}{big}", shell=True,
                                  capture_output=True, text=True, check=True).stdout
             direct.append(float(out.split()[0]))
+            out = subprocess.run(f"curl -sS -o /dev/null {fmt} --unix-socket {socket_path} "
+                                 f"http://bench.test:{port}{big}", shell=True,
+                                 capture_output=True, text=True, check=True).stdout
+            proxy_only.append(float(out.split()[0]))
             p0, s0 = cpu_s(proxy), cpu_s(supervisor)
             out = in_sandbox(f"curl -sS -o /dev/null {fmt} http://bench.test:{port}{big}")
             proxied.append(float(out.split()[0]))
             cpu_proxy.append((cpu_s(proxy) - p0) / args.mib)
             cpu_sup.append((cpu_s(supervisor) - s0) / args.mib)
+            inside.append(float(in_sandbox(inside_cmd).split()[0]))
         loop = f"for i in $(seq {args.ttfb}); do curl -sS -o /dev/null -w '%{{time_starttransfer}}\\n' URL; done"
         host_ttfb = subprocess.run(loop.replace("URL", f"http://127.0.0.1:{port}/hello"), shell=True,
                                    capture_output=True, text=True, check=True).stdout.split()
         box_ttfb = in_sandbox(loop.replace("URL", f"http://bench.test:{port}/hello")).split()
         d, p = statistics.median(direct) / 2**20, statistics.median(proxied) / 2**20
+        u = statistics.median(proxy_only) / 2**20
+        i = statistics.median(inside) / 2**20
         h50, b50 = statistics.median(map(float, host_ttfb)) * 1e3, statistics.median(map(float, box_ttfb)) * 1e3
         result = {
             "mib": args.mib, "runs": args.runs,
-            "direct_mib_s": round(d, 1), "proxied_mib_s": round(p, 1), "ratio": round(p / d, 2),
+            "direct_mib_s": round(d, 1), "proxy_only_mib_s": round(u, 1), "proxy_only_ratio": round(u / d, 2),
+            "proxied_mib_s": round(p, 1), "ratio": round(p / d, 2),
+            "inside_mib_s": round(i, 1), "inside_ratio": round(i / d, 2), "proxied_vs_inside": round(p / i, 2),
+            "runs_mib_s": {"direct": [round(x / 2**20) for x in direct],
+                           "proxy_only": [round(x / 2**20) for x in proxy_only],
+                           "proxied": [round(x / 2**20) for x in proxied],
+                           "inside": [round(x / 2**20) for x in inside]},
             "ttfb_direct_p50_ms": round(h50, 3), "ttfb_proxied_p50_ms": round(b50, 3),
             "ttfb_added_p50_ms": round(b50 - h50, 3),
             "proxy_cpu_ms_per_mib": round(statistics.median(cpu_proxy) * 1e3, 3),
             "forwarder_cpu_ms_per_mib": round(statistics.median(cpu_sup) * 1e3, 3),
+            "load_average_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
         }
-        print(json.dumps(result, indent=2))
+        print("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in result.items()) + "\n}")
     finally:
         gw.stop()
 

@@ -84,6 +84,7 @@ const std::vector<std::string> all_options = {
     "peer-timeout-ms",
     "agent-check-port",
     "egress-hosts-file",
+    "egress-resolver",
     "log-level",
     "audit-log",
     "http-header-limit-bytes",
@@ -209,6 +210,7 @@ TEST(config, every_option_in_help_is_accepted) {
     if (arg == "ADDR") value = "127.0.0.1";
     if (arg.empty()) value = "true";
     if (name == "pool") value = "python=1";
+    if (name == "egress-resolver") value = "127.0.0.53:53";
     std::vector<std::string> args{"--" + name, value};
     if (arg.empty()) args = {"--" + name};  // a flag
     if (name == "certfile") args = {"--certfile", "c.pem", "--keyfile", "k.pem"};
@@ -218,6 +220,21 @@ TEST(config, every_option_in_help_is_accepted) {
         {}, {{env_name_of(name), value}, {"SANDGATE_CERTFILE", "c.pem"}, {"SANDGATE_KEYFILE", "k.pem"}}));
   }
   EXPECT_EQ(seen, std::set<std::string>(all_options.begin(), all_options.end()));
+}
+
+TEST(config, egress_resolver_is_a_numeric_address_and_a_port) {
+  EXPECT_EQ(parse_ok({"--egress-resolver", "127.0.0.53:5353"}).egress_resolver, "127.0.0.53:5353");
+  EXPECT_EQ(parse_ok({"--egress-resolver", "[::1]:53"}).egress_resolver, "[::1]:53");
+  for (const char* bad :
+       {"127.0.0.53", "dns.example:53", "127.0.0.53:0", "127.0.0.53:70000", "::1:53", "[::1]"}) {
+    SCOPED_TRACE(bad);
+    try {
+      (void)parse({"--egress-resolver", bad});
+      ADD_FAILURE() << "accepted";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("--egress-resolver"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(config, version_prints_and_stops) {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Integration tests of commands with captured output, the kill op and TTL
-extension, against a real sandgate-sandbox over its control socket (as root).
+"""Integration tests of commands with captured output, the kill op, TTL
+extension and egress opened while a sandbox runs, against a real
+sandgate-sandbox over its control socket (as root).
 
 usage: test_commands.py SANDGATE_SANDBOX POLICY_JSON [unittest args]
 """
@@ -287,6 +288,46 @@ class memory_tests(unittest.TestCase):
             self.assertTrue(s.client.request("ping")["ok"])
             c = command(s.client, "after", ["/bin/echo", "still"]).wait()
             self.assertEqual(bytes(c.stdout), b"still\n")
+
+
+# The proxy variables a child sees, HTTP_PROXY's value, then what a proxy request to
+# 127.0.0.1:3128 gets: the first line of an answer, or the errno of the connect.
+EGRESS_PROBE = ["/usr/bin/python3", "-c", """
+import os, socket
+print(sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+print(os.environ.get("HTTP_PROXY"))
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", 3128))
+    s.sendall(b"GET http://x.test/ HTTP/1.1\\r\\nHost: x.test\\r\\n\\r\\n")
+    print(s.recv(200).split(b"\\r\\n")[0].decode())
+except OSError as e:
+    print(e.errno)
+"""]
+
+
+class egress_tests(unittest.TestCase):
+    def test_open_egress_brings_up_the_forwarder_and_the_proxy_variables(self):
+        with supervised() as s:  # the default policy: network "none"
+            before = command(s.client, "before", EGRESS_PROBE).wait()
+            self.assertEqual(bytes(before.stdout).decode().splitlines(), ["[]", "None", "101"])  # ENETUNREACH
+            self.assertTrue(s.client.request("open_egress")["ok"])
+            self.assertTrue(s.client.request("open_egress")["ok"])  # once open, it stays
+            after = command(s.client, "after", EGRESS_PROBE).wait()
+            # No proxy listens on the run dir's socket here: the forwarder says so.
+            self.assertEqual(bytes(after.stdout).decode().splitlines(),
+                             ["['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']",
+                              "http://127.0.0.1:3128", "HTTP/1.1 503 Service Unavailable"], bytes(after.stderr))
+
+    def test_a_policy_value_wins_over_the_proxy_variables(self):
+        policy = make_policy(env={"set": {"PATH": "/usr/bin:/bin", "HTTP_PROXY": "http://127.0.0.1:9"}})
+        try:
+            with supervised(policy) as s:
+                self.assertTrue(s.client.request("open_egress")["ok"])
+                c = command(s.client, "c", EGRESS_PROBE).wait()
+                self.assertEqual(bytes(c.stdout).decode().splitlines()[1], "http://127.0.0.1:9")
+        finally:
+            os.unlink(policy)
 
 
 if __name__ == "__main__":

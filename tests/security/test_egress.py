@@ -2,8 +2,11 @@
 sandgate-egress (outside the sandbox) and nothing else. Every server is on
 127.0.0.1 of the host, which the test's ceiling names explicitly
 (cidrs ["127.0.0.1/32"]); names come from a hosts file the proxy alone reads
-(--egress-hosts-file). No other address is ever contacted: refused targets
-are refused before any connect, and a program ignoring the proxy has no route."""
+(--egress-hosts-file), then from the test's DNS server (--egress-resolver,
+egress_dns.py), whose answers change between lookups. No other address is
+ever contacted: refused targets are refused before any connect, and a
+program ignoring the proxy has no route. Servers in a network namespace:
+test_egress_netns.py."""
 
 import copy
 import http.client
@@ -16,8 +19,9 @@ import threading
 import time
 import unittest
 
+import egress_dns
 import egress_servers
-from sandgate_fixture import host_processes, wait_until
+from sandgate_fixture import host_processes, parent_pid, wait_until
 from security_case import TEST_POLICY, SandboxTestCase
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
@@ -25,6 +29,7 @@ HOSTS_FILE = os.path.join(WORK, "hosts")
 with open(HOSTS_FILE, "w") as f:
     f.write("127.0.0.1 files.test evil.test secure.test\n127.0.0.2 rebind.test\n")
 
+DNS = egress_dns.DnsServer()
 HTTP = egress_servers.serve()
 HTTPS, CA_FILE = egress_servers.tls_server(WORK, ["secure.test"])
 P, PS = HTTP.server_address[1], HTTPS.server_address[1]
@@ -33,10 +38,16 @@ egress_servers.Handler.redirect_to = f"http://evil.test:{P}/hello"
 CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS],
            "max_connections": 16, "bytes_per_second": 1 << 30}
 # A: the test servers by name. B: the same names but no cidrs, so loopback is refused.
-NET_A = {"mode": "allow", "hosts": ["files.test", "secure.test", "rebind.test"], "cidrs": ["127.0.0.1/32"],
-         "ports": [P, PS]}
+NET_A = {"mode": "allow", "hosts": ["files.test", "secure.test", "rebind.test", "flip.test", "flop.test"],
+         "cidrs": ["127.0.0.1/32"], "ports": [P, PS]}
 NET_B = {"mode": "allow", "hosts": ["*.test"], "ports": [P, PS]}
 FORCE_PROXY = "--noproxy '' -x http://127.0.0.1:3128"
+PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
+# The proxy variables a program gets, then what a connect to 127.0.0.1:3128 gives (an errno, or "connected").
+PROXY_PROBE = ("python3 -c '\nimport os, socket\n"
+               "print(str(sorted(k for k in os.environ if k.lower().endswith(\"_proxy\"))).replace(\" \", \"\"))\n"
+               "try:\n    socket.create_connection((\"127.0.0.1\", 3128), timeout=5).close()\n"
+               "    print(\"connected\")\nexcept OSError as e:\n    print(e.errno)'")
 
 
 def egress_policy():
@@ -46,7 +57,7 @@ def egress_policy():
 
 
 class Egress(SandboxTestCase):
-    gateway_args = ("--egress-hosts-file", HOSTS_FILE)
+    gateway_args = ("--egress-hosts-file", HOSTS_FILE, "--egress-resolver", DNS.endpoint)
     policy = egress_policy()
 
     @classmethod
@@ -88,6 +99,17 @@ class Egress(SandboxTestCase):
         first, _, body = r["stdout"].partition("\n")
         code, rc = first.split()
         return int(code), body, int(rc), r["stderr"]
+
+    def slow_download(self, sid, tag):
+        """A command downloading /slow (4 KiB every 50 ms for a minute) in a thread, once the
+        server has its request; (thread, the dict the command's result goes into)."""
+        result = {}
+        t = threading.Thread(target=lambda: result.update(self.cmd(
+            sid, f"curl -sS -o /dev/null -w '%{{size_download}}' http://files.test:{P}/slow/?{tag}", 60)))
+        t.start()
+        wait_until(lambda: (f"files.test:{P}", f"/slow/?{tag}") in egress_servers.Handler.seen, 20,
+                   "the download to reach the server")
+        return t, result
 
     def audit_lines(self, event):
         with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
@@ -142,6 +164,12 @@ class Egress(SandboxTestCase):
         self.assertEqual(net["hosts"], NET_A["hosts"])
         self.assertEqual(net["cidrs"], ["127.0.0.1/32"])
         self.assertEqual(net["ports"], sorted([P, PS]))
+
+    def test_the_proxy_starts_with_the_gateway(self):
+        # Its ceiling allows egress: the proxy runs before any sandbox asks for it.
+        events = [e.get("event") for e in self.gw.log_events()]
+        self.assertNotIn("egress_proxy_failed", events)
+        self.assertLess(events.index("egress_proxy_started"), events.index("sandbox_created"), events[:20])
 
     # --- refused ----------------------------------------------------------------------------
     def test_host_outside_the_list_gets_403_naming_it(self):
@@ -241,11 +269,7 @@ class Egress(SandboxTestCase):
     def test_patch_closes_a_download_in_progress(self):
         sid = self.make_sandbox(NET_A)
         self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
-        result = {}
-        t = threading.Thread(target=lambda: result.update(self.cmd(
-            sid, f"curl -sS -o /dev/null -w '%{{size_download}}' http://files.test:{P}/slow", 60)))
-        t.start()
-        time.sleep(2)  # 4 KiB every 50 ms for a minute: well under way
+        t, result = self.slow_download(sid, "patch")
         patched = time.monotonic()
         status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network",
                                        {"mode": "allow", "hosts": ["secure.test"], "cidrs": ["127.0.0.1/32"],
@@ -256,8 +280,10 @@ class Egress(SandboxTestCase):
         self.assertFalse(t.is_alive(), "the download went on after its host was removed")
         self.assertLess(time.monotonic() - patched, 5)
         self.assertNotEqual(result["exit_code"], 0, result)
-        closed = [e for e in self.audit_lines("egress.closed") if e["sandbox_id"] == sid]
-        self.assertTrue(closed and "files.test" in closed[0]["reason"] + closed[0]["host"], closed)
+        # The proxy reports the connection once it has closed it: the line follows within moments.
+        closed = wait_until(lambda: [e for e in self.audit_lines("egress.closed") if e["sandbox_id"] == sid], 10,
+                            "the egress.closed audit line")
+        self.assertIn("files.test", closed[0]["reason"] + closed[0]["host"], closed)
         code, body, _, _ = self.curl(sid, f"http://files.test:{P}/hello")  # new connections: refused
         self.assertEqual(code, 403)
 
@@ -272,10 +298,113 @@ class Egress(SandboxTestCase):
         self.assertEqual(status, 400, body)
         sid = self.make_sandbox("none")
         self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
-        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
-        self.assertEqual(status, 409, body)
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", "loopback")
+        self.assertEqual(status, 409, body)  # lo stays as it started unless egress opens
+        self.assertIn("has never had egress", json.loads(body)["message"])
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network",
+                                       {"mode": "allow", "hosts": ["files.example.org"], "ports": [P]})
+        self.assertEqual(status, 403, body)  # opening egress is bounded by the ceiling too
+        self.assertIn("files.example.org", json.loads(body)["message"])
+        status, body = self.gw.request("GET", f"api/sandboxes/{sid}")
+        self.assertEqual(json.loads(body)["network"], "none")
         status, body = self.gw.request("GET", f"api/sandboxes/{self.b}")
         self.assertEqual(json.loads(body)["network"]["hosts"], ["*.test"])  # unchanged by the refusals
+
+    def test_patch_opens_egress_in_a_sandbox_started_without_it(self):
+        sid = self.make_sandbox("none")
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        status, body = self.gw.request("POST", "api/kernels", {"name": "python3", "sandbox_id": sid})
+        self.assertEqual(status, 201, body)
+        k = self.gw.connect(json.loads(body)["id"])
+        self.addCleanup(self._delete_quietly, k)
+        # Before: no proxy variables, and nothing to reach on 127.0.0.1:3128 (lo is down).
+        r = self.cmd(sid, PROXY_PROBE)
+        self.assertEqual(r["stdout"].split(), ["[]", "101"], r)  # ENETUNREACH
+        self.assertEqual(k.attempt("import os; print(os.environ.get('HTTP_PROXY'))")["stdout"].strip(), "None")
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["network"]["hosts"], NET_A["hosts"])
+        # A command started after the PATCH answered: the variables, and curl through the proxy.
+        r = self.cmd(sid, PROXY_PROBE)
+        self.assertEqual(r["stdout"].split()[0], str(sorted(PROXY_VARIABLES)).replace(" ", ""), r)
+        code, body, rc, err = self.curl(sid, f"http://files.test:{P}/opened")
+        self.assertEqual((code, rc), (200, 0), err)
+        self.assertEqual(body, f"hello from files.test:{P} /opened")
+        # The kernel that was already running got them too (a silent execute ahead of this one).
+        r = k.attempt(f"import os, urllib.request\nprint(os.environ['HTTP_PROXY'], os.environ['no_proxy'])\n"
+                      f"print(urllib.request.urlopen('http://files.test:{P}/kernel', timeout=10).read().decode())")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["stdout"].splitlines(),
+                         ["http://127.0.0.1:3128 localhost,127.0.0.1", f"hello from files.test:{P} /kernel"])
+        # Back to none: the download in progress is closed, the proxy refuses what comes next.
+        t, result = self.slow_download(sid, "none")
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", "none")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["network"], "none")
+        t.join(20)
+        self.assertFalse(t.is_alive(), "the download went on after egress was closed")
+        self.assertNotEqual(result["exit_code"], 0, result)
+        code, body, _, _ = self.curl(sid, f"http://files.test:{P}/closed")
+        self.assertEqual(code, 403)
+        self.assertIn("egress is off for this sandbox", body)
+
+    def test_patch_opens_egress_in_a_loopback_sandbox_whose_port_was_kept(self):
+        sid = self.make_sandbox("loopback")
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        # Nothing listens on 127.0.0.1:3128, and no program inside can take the port first.
+        r = self.cmd(sid, "python3 -c '\nimport socket\nfor op in (\"bind\", \"connect\"):\n"
+                          "    s = socket.socket()\n    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                          "    try:\n        getattr(s, op)((\"127.0.0.1\", 3128))\n        print(op)\n"
+                          "    except OSError as e:\n        print(e.errno)'")
+        self.assertEqual(r["stdout"].split(), ["98", "111"], r)  # EADDRINUSE, ECONNREFUSED
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
+        self.assertEqual(status, 200, body)
+        code, body, rc, err = self.curl(sid, f"http://files.test:{P}/from-loopback")
+        self.assertEqual((code, rc), (200, 0), err)
+
+    # --- DNS answers that change between lookups (rebinding) ------------------------------
+    def test_an_answer_that_turns_to_loopback_is_refused_and_never_connected_to(self):
+        DNS.set("flip.test", ["127.0.0.1"], ["127.0.0.2"])  # allowed (A's cidr), then loopback
+        code, body, _, err = self.curl(self.a, f"http://flip.test:{P}/first")
+        self.assertEqual(code, 200, err)
+        self.assertEqual(body, f"hello from flip.test:{P} /first")
+        # One lookup for the request: the proxy connected to the address it checked. A second
+        # lookup would have answered 127.0.0.2, where nothing listens.
+        self.assertEqual(DNS.count("flip.test"), 1)
+        code, body, _, _ = self.curl(self.a, f"http://flip.test:{P}/second")
+        self.assertEqual(code, 403)
+        self.assertIn("flip.test resolves only to refused addresses: 127.0.0.2 is a loopback address", body)
+        self.assertEqual(DNS.count("flip.test"), 2)
+        self.assertNotIn((f"flip.test:{P}", "/second"), egress_servers.Handler.seen)
+        lines = wait_until(lambda: self.flip_audit("flip.test", 2), 10, "both audit lines of flip.test")
+        self.assertEqual([(e["verdict"], e["address"]) for e in lines],
+                         [("allowed", "127.0.0.1"), ("refused", "127.0.0.2")])
+
+    def test_an_answer_that_turns_to_an_allowed_address_is_decided_afresh(self):
+        DNS.set("flop.test", ["127.0.0.2"], ["127.0.0.2", "127.0.0.1"])
+        code, body, _, _ = self.curl(self.a, f"http://flop.test:{P}/first")
+        self.assertEqual(code, 403)
+        self.assertIn("127.0.0.2 is a loopback address", body)
+        # The second answer holds both: the refused one is dropped, the allowed one connected to.
+        code, body, _, err = self.curl(self.a, f"http://flop.test:{P}/second")
+        self.assertEqual(code, 200, err)
+        self.assertEqual(body, f"hello from flop.test:{P} /second")
+        self.assertEqual(DNS.count("flop.test"), 2)
+        lines = wait_until(lambda: self.flip_audit("flop.test", 2), 10, "both audit lines of flop.test")
+        self.assertEqual([(e["verdict"], e["address"]) for e in lines],
+                         [("refused", "127.0.0.2"), ("allowed", "127.0.0.1")])
+
+    def test_a_name_the_dns_server_does_not_know(self):
+        code, body, _, _ = self.curl(self.b, f"http://nowhere.test:{P}/")
+        self.assertEqual(code, 502)
+        self.assertIn("cannot resolve nowhere.test: no such name (NXDOMAIN)", body)
+
+    def flip_audit(self, host, n):
+        """The allowed and refused audit lines of `host` in the log's order, once there are n."""
+        with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
+            lines = [e for e in map(json.loads, f)
+                     if e.get("event") in ("egress.allowed", "egress.refused") and e.get("host") == host]
+        return lines if len(lines) >= n else None
 
     # --- limits -----------------------------------------------------------------------------
     def test_connection_and_rate_limits(self):
@@ -317,7 +446,7 @@ class Egress(SandboxTestCase):
     # --- a proxy that dies ------------------------------------------------------------------
     def test_zz_a_proxy_that_dies_fails_closed_and_comes_back(self):
         pids = [pid for pid, cmd, _ in host_processes() if b"sandgate-egress" in cmd.split(b"\0")[0]
-                and self.gw.state_dir.encode() not in cmd]
+                and parent_pid(pid) == self.gw.pid]
         self.assertEqual(len(pids), 1, pids)
         socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
         os.kill(pids[0], signal.SIGKILL)

@@ -44,6 +44,8 @@ struct config {
   std::string log_level = "info";
   // The egress proxy resolves names from this hosts file only (tests); empty: getaddrinfo.
   std::filesystem::path egress_hosts_file;
+  // The DNS server the egress proxy asks ("ADDR:PORT", UDP); empty: the system's resolver.
+  std::string egress_resolver;
   std::filesystem::path audit_log;  // JSON lines, 0600; empty: <state_dir>/audit.log
   // SIGTERM/SIGINT end sandboxed kernels too; by default they keep running
   // and the next gateway on this state dir re-attaches them.

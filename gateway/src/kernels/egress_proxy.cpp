@@ -20,10 +20,12 @@ namespace asio = boost::asio;
 using json = nlohmann::json;
 
 egress_proxy::egress_proxy(asio::io_context& io, std::filesystem::path program,
-                           std::filesystem::path hosts_file, std::filesystem::path log_path)
+                           std::filesystem::path hosts_file, std::string resolver,
+                           std::filesystem::path log_path)
     : io_(io),
       program_(std::move(program)),
       hosts_file_(std::move(hosts_file)),
+      resolver_(std::move(resolver)),
       log_path_(std::move(log_path)),
       socket_(io),
       restart_timer_(io) {}
@@ -47,6 +49,7 @@ void egress_proxy::spawn() {
   spawn_spec spec;
   spec.argv = {program_.string(), "--control-fd", "3"};
   if (!hosts_file_.empty()) spec.argv.insert(spec.argv.end(), {"--hosts-file", hosts_file_.string()});
+  if (!resolver_.empty()) spec.argv.insert(spec.argv.end(), {"--resolver", resolver_});
   spec.env = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
   spec.log_path = log_path_.string();
   spec.inherit_fds = {child_end};  // its descriptor 3
@@ -98,11 +101,12 @@ void egress_proxy::set(const std::string& sandbox_id, const std::string& princip
                   {"socket", socket.string()},
                   {"policy", policy}};
   sets_[sandbox_id] = message;
-  if (pid_ < 0) {
-    if (restart_timer_.expiry() <= std::chrono::steady_clock::now()) spawn();
-    return;  // a proxy that starts sends every set
-  }
+  if (pid_ < 0) return start();  // a proxy that starts sends every set
   send(message);
+}
+
+void egress_proxy::start() {
+  if (pid_ < 0 && restart_timer_.expiry() <= std::chrono::steady_clock::now()) spawn();
 }
 
 void egress_proxy::remove(const std::string& sandbox_id) {

@@ -30,13 +30,17 @@ class egress_proxy {
   // Called for each connection the proxy reports (allowed, refused, closed).
   using connection_listener = std::function<void(const nlohmann::json& event)>;
 
+  // `hosts_file` and `resolver` ("ADDR:PORT") are how the proxy resolves
+  // names (sandgate-egress --hosts-file, --resolver); empty: not given.
   egress_proxy(boost::asio::io_context& io, std::filesystem::path program, std::filesystem::path hosts_file,
-               std::filesystem::path log_path);
+               std::string resolver, std::filesystem::path log_path);
   ~egress_proxy();
   egress_proxy(const egress_proxy&) = delete;
   egress_proxy& operator=(const egress_proxy&) = delete;
 
   void on_connection(connection_listener listener) { listener_ = std::move(listener); }
+  // Starts the proxy now if it is not running (nor waiting to be restarted).
+  void start();
   // The sandbox's policy from now on (new connections at once; open ones it
   // no longer allows are closed); starts the proxy if it is not running.
   void set(const std::string& sandbox_id, const std::string& principal, const std::filesystem::path& socket,
@@ -55,6 +59,7 @@ class egress_proxy {
   boost::asio::io_context& io_;
   std::filesystem::path program_;
   std::filesystem::path hosts_file_;
+  std::string resolver_;
   std::filesystem::path log_path_;
   boost::asio::local::stream_protocol::socket socket_;
   boost::asio::steady_timer restart_timer_;

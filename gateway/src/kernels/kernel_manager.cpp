@@ -69,6 +69,11 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
     }
     return true;
   });
+  // Egress opened by a PATCH reaches the sandbox's running kernels too.
+  sandboxes_.set_kernel_env_setter([this](const std::string& id, const auto& env, auto done) {
+    if (auto k = find(id)) return k->apply_env(env, std::move(done));
+    done("no such kernel");
+  });
   watch_children();
 }
 

@@ -65,6 +65,10 @@ class sandbox {
   virtual void kill_tree(const std::string& name) = 0;
   // Moves the sandbox's end of life (unix seconds); its supervisor enforces it.
   virtual void extend(std::int64_t expires_at, spawn_handler done) = 0;
+  // Opens egress while the sandbox runs: its programs reach the egress proxy
+  // on 127.0.0.1:3128 from now on, and processes spawned later get the
+  // proxy variables. `done` gets an empty error once that is so.
+  virtual void open_egress(spawn_handler done) = 0;
   // Calls `done` once the sandbox can run processes (empty error) or failed to start.
   virtual void when_ready(spawn_handler done) = 0;
   // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().

@@ -120,6 +120,12 @@ class sandbox_manager {
                                           const nlohmann::json& value);
   // The egress proxy's reports: audit lines and metrics.
   void on_egress_connection(const nlohmann::json& event);
+  // Sets variables in one running kernel (kernel::apply_env), for egress
+  // that a PATCH opens while kernels run; the kernel manager provides it.
+  using kernel_env_setter =
+      std::function<void(const std::string& kernel_id, const std::map<std::string, std::string>& env,
+                         std::function<void(std::string error)> done)>;
+  void set_kernel_env_setter(kernel_env_setter setter) { kernel_env_setter_ = std::move(setter); }
 
  private:
   // Builds the sandbox's policy, writes it and sets what the entry keeps of
@@ -134,7 +140,13 @@ class sandbox_manager {
   // sandbox_network.cpp: tells the proxy (started on first use) the sandbox's policy, or forgets it.
   void start_egress(const sandbox_entry& s);
   void stop_egress(const std::string& id);
+  // The gateway's egress proxy, started now if it is not running yet.
+  egress_proxy& egress();
+  // A PATCH gives egress to a sandbox that started without: its supervisor
+  // starts the forwarder, its running kernels get the proxy variables.
+  void open_egress(const std::shared_ptr<sandbox_entry>& s, const sandboxing::network_policy& before);
   void load_network_defaults();
+  kernel_env_setter kernel_env_setter_;
   // The creator's idle timeout, within the operator's; false with `err` set.
   bool set_idle_timeout(sandbox_entry& s, const sandbox_settings& settings, domain_error& err) const;
 

@@ -7,6 +7,7 @@
 #include <gateway/log.hpp>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <sandboxing/policy_error.hpp>
 
@@ -25,6 +26,9 @@ void sandbox_manager::load_network_defaults() {
     // sandgate-sandbox refuses the policy with the same message at every start.
     log::error("policy_network_invalid", {{"policy", policy_file_.string()}, {"error", e.what()}});
   }
+  // Sandboxes may ask for egress: the proxy runs from the start, so that
+  // the first one to open it (a PATCH) finds it listening.
+  if (sb::egress_on(network_ceiling_)) egress();
 }
 
 json sandbox_manager::network_text_value(const std::string& text) {
@@ -61,29 +65,76 @@ std::optional<domain_error> sandbox_manager::set_network(const std::shared_ptr<s
   domain_error err;
   auto wanted = network_from(value, err);
   if (!wanted) return err;
-  if (s->unsandboxed) return domain_error{fault::conflict, "A host sandbox has no network policy"};
-  // The forwarder inside (and lo) exist only if the sandbox started with egress.
-  if (!s->egress_forwarder && wanted->mode != s->network.mode)
-    return domain_error{
-        fault::conflict,
-        "The sandbox started without egress (network \"" + std::string(sb::to_string(s->network.mode)) +
-            "\"): its mode cannot change; egress can only be narrowed or closed while it runs"};
+  if (s->unsandboxed || !s->box) return domain_error{fault::conflict, "A host sandbox has no network policy"};
+  // Without a forwarder, lo is as the sandbox started ("none": down): only
+  // egress, which brings lo up with the forwarder, changes the mode then.
+  const bool opening = sb::egress_on(*wanted) && !s->egress_forwarder;
+  if (!s->egress_forwarder && !opening && wanted->mode != s->network.mode)
+    return domain_error{fault::conflict, "The sandbox's network is \"" +
+                                             std::string(sb::to_string(s->network.mode)) +
+                                             "\" and has never had egress: it can change to \"allow\" or "
+                                             "\"open\", not to \"" +
+                                             std::string(sb::to_string(wanted->mode)) + "\""};
+  const auto before = s->network;
   s->network = *wanted;
+  s->egress_forwarder = s->egress_forwarder || opening;
   persist(*s);
-  start_egress(*s);
+  // The proxy has the policy and its socket before the forwarder relays to
+  // it; a sandbox not ready yet gets them once it is (see create).
+  if (s->root_pid > 0) start_egress(*s);
+  if (opening) open_egress(s, before);
   return std::nullopt;
 }
 
-void sandbox_manager::start_egress(const sandbox_entry& s) {
-  // A sandbox that started with egress keeps its forwarder: narrowed to
-  // "none" later, the proxy still answers it (and refuses) rather than nothing.
-  if (s.unsandboxed || !s.box || !s.egress_forwarder) return;
+void sandbox_manager::open_egress(const std::shared_ptr<sandbox_entry>& s, const sb::network_policy& before) {
+  // The supervisor handles requests in order: a command started after this
+  // PATCH answered finds the forwarder listening and gets the variables.
+  s->box->open_egress([this, weak = std::weak_ptr<sandbox_entry>(s), before](const std::string& error) {
+    auto box = weak.lock();
+    if (error.empty() || !box || !sandboxes_.count(box->id)) return;
+    // Egress fails closed: the policy goes back to what the sandbox had.
+    log::error("sandbox_egress_not_opened", {{"sandbox_id", box->id}, {"error", error}});
+    box->network = before;
+    box->egress_forwarder = false;
+    persist(*box);
+    stop_egress(box->id);
+  });
+  // Running kernels get the same variables, by a silent execute queued
+  // before anything a client sends after this PATCH. The policy's and the
+  // creator's own values win, as they do for spawns.
+  auto env = sb::egress_proxy_env();
+  json policy_set = json::object();
+  if (auto it = default_policy_.find("env"); it != default_policy_.end() && it->is_object())
+    policy_set = it->value("set", json::object());
+  std::erase_if(env, [&](const auto& kv) {
+    return s->env.contains(kv.first) || (policy_set.is_object() && policy_set.contains(kv.first));
+  });
+  if (!kernel_env_setter_ || env.empty()) return;
+  for (const auto& kernel_id : s->kernels)
+    kernel_env_setter_(kernel_id, env, [kernel_id, id = s->id](const std::string& error) {
+      if (!error.empty())
+        log::warn("kernel_egress_env_not_set",
+                  {{"sandbox_id", id}, {"kernel_id", kernel_id}, {"error", error}});
+    });
+}
+
+egress_proxy& sandbox_manager::egress() {
   if (!egress_) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg_.state_dir / "logs", ec);  // its stderr goes there
     egress_ = std::make_unique<egress_proxy>(io_, exe_dir_ / "sandgate-egress", cfg_.egress_hosts_file,
-                                             cfg_.state_dir / "logs" / "egress.log");
+                                             cfg_.egress_resolver, cfg_.state_dir / "logs" / "egress.log");
     egress_->on_connection([this](const json& event) { on_egress_connection(event); });
+    egress_->start();
   }
-  egress_->set(s.id, s.owner, s.box->run_dir_host() / "egress.sock", sb::to_json(s.network));
+  return *egress_;
+}
+
+void sandbox_manager::start_egress(const sandbox_entry& s) {
+  // A sandbox that had egress keeps its forwarder: narrowed to "none"
+  // later, the proxy still answers it (and refuses) rather than nothing.
+  if (s.unsandboxed || !s.box || !s.egress_forwarder) return;
+  egress().set(s.id, s.owner, s.box->run_dir_host() / "egress.sock", sb::to_json(s.network));
 }
 
 void sandbox_manager::stop_egress(const std::string& id) {

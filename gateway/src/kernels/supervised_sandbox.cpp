@@ -270,6 +270,10 @@ void supervised_sandbox::when_ready(spawn_handler done) {
   send({{"op", "ping"}}, [done = std::move(done)](const ctl::reply& r) { done(r.ok ? "" : r.error); });
 }
 
+void supervised_sandbox::open_egress(spawn_handler done) {
+  send({{"op", "open_egress"}}, [done = std::move(done)](const ctl::reply& r) { done(r.ok ? "" : r.error); });
+}
+
 void supervised_sandbox::kill_tree(const std::string& name) {
   send({{"op", "kill"}, {"id", name}}, nullptr);
 }

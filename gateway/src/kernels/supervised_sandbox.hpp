@@ -54,6 +54,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void kill_tree(const std::string& name) override;
   void extend(std::int64_t expires_at, spawn_handler done) override;
   void when_ready(spawn_handler done) override;
+  void open_egress(spawn_handler done) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy() override;

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -41,6 +44,24 @@ std::vector<std::string> split_list(const std::string& v) {
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// "ADDR:PORT" or "[V6]:PORT", a numeric address and a port 1-65535.
+std::string parse_endpoint(const std::string& name, const std::string& v) {
+  const auto colon = v.rfind(':');
+  const bool v6 = v.starts_with('[');
+  std::string address = colon == std::string::npos ? "" : v.substr(0, colon);
+  if (v6 && address.size() >= 2 && address.back() == ']') address = address.substr(1, address.size() - 2);
+  unsigned char buf[sizeof(in6_addr)];
+  const bool numeric = ::inet_pton(v6 ? AF_INET6 : AF_INET, address.c_str(), buf) == 1;
+  unsigned port = 0;
+  const char* end = v.data() + v.size();
+  const bool port_ok = colon != std::string::npos &&
+                       std::from_chars(v.data() + colon + 1, end, port).ptr == end && port >= 1 &&
+                       port <= 65535;
+  if (!numeric || !port_ok)
+    throw config_error("--" + name + ": not ADDR:PORT or [ADDR]:PORT with a numeric address: " + v);
+  return v;
 }
 
 #define SG_NUM(field) \
@@ -105,6 +126,10 @@ const std::vector<option>& options() {
        "the egress proxy resolves names only from this hosts file (for tests; default: the system's "
        "resolver)",
        SG_STR(egress_hosts_file)},
+      {"egress-resolver", "ADDR:PORT",
+       "the DNS server the egress proxy asks (UDP), e.g. 127.0.0.53:53 or [::1]:53 (default: the system's "
+       "resolver; with --egress-hosts-file, for names not in that file)",
+       [](config& c, const std::string& v) { c.egress_resolver = parse_endpoint("egress-resolver", v); }},
       {"log-level", "LEVEL", "debug, info, warn or error (default info)", SG_STR(log_level)},
       {"audit-log", "FILE",
        "audit log, JSON lines appended to FILE (mode 0600; SIGHUP reopens it) (default "

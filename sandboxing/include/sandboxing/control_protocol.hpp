@@ -20,6 +20,9 @@
 //     descendant (setsid cannot escape it), ok even when it already ended
 //   {"op":"extend","req":6,"expires_at":<unix s>} -> {"req":6,"ok":true}: new TTL deadline
 //     (later or earlier), for the supervisor and the outer process's backstop
+//   {"op":"open_egress","req":7} -> {"req":7,"ok":true}: egress opened while the sandbox runs: lo
+//     up, the forwarder listening on 127.0.0.1:3128 (relaying to /run/sandgate/egress.sock), and
+//     the proxy variables under the env of every later spawn; ok at once when already open
 //   {"op":"ping","req":3} -> {"req":3,"ok":true}
 //   {"op":"shutdown","req":4} -> {"req":4,"ok":true}, then everything ends
 // supervisor -> gateway, output of a child spawned with capture (chunks of at

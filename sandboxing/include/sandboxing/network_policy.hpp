@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,9 @@ struct network_policy {
 
 // The port the forwarder inside a sandbox with egress listens on (127.0.0.1).
 inline constexpr std::uint16_t egress_proxy_port = 3128;
+// What points programs at that forwarder: HTTP_PROXY, HTTPS_PROXY, http_proxy,
+// https_proxy = http://127.0.0.1:3128, NO_PROXY and no_proxy = localhost,127.0.0.1.
+[[nodiscard]] std::map<std::string, std::string> egress_proxy_env();
 
 // Parses a policy's network value: "none", "loopback", "allow", "open", or an
 // object {"mode", "hosts", "cidrs", "ports", "max_connections",

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,10 @@
 
 namespace {
 
-constexpr const char* usage = "usage: sandgate-egress --control-fd N [--hosts-file FILE]\n";
+constexpr const char* usage =
+    "usage: sandgate-egress --control-fd N [--hosts-file FILE] [--resolver ADDR:PORT]\n"
+    "  --hosts-file FILE     names from this hosts file (then from --resolver, if given)\n"
+    "  --resolver ADDR:PORT  ask this DNS server (UDP) instead of the system's resolver\n";
 
 }  // namespace
 
@@ -30,6 +34,7 @@ int main(int argc, char** argv) {
   using namespace sandgate::egress;
   int control_fd = -1;
   std::string hosts_file;
+  std::optional<boost::asio::ip::udp::endpoint> resolver;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help") {
@@ -44,6 +49,12 @@ int main(int argc, char** argv) {
       control_fd = std::atoi(argv[++i]);
     } else if (arg == "--hosts-file") {
       hosts_file = argv[++i];
+    } else if (arg == "--resolver") {
+      resolver = parse_resolver(argv[++i]);
+      if (!resolver) {
+        std::fprintf(stderr, "sandgate-egress: --resolver: not ADDR:PORT or [ADDR]:PORT: %s\n", argv[i]);
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "sandgate-egress: unknown option %s\n%s", argv[i], usage);
       return 2;
@@ -57,9 +68,9 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   try {
     asio::io_context io(1);
-    name_resolver resolver(io, hosts_file);
+    name_resolver names(io, hosts_file, resolver);
     std::unique_ptr<control_channel> control;
-    egress_server server(io, resolver, [&](nlohmann::json event) { control->send(event); });
+    egress_server server(io, names, [&](nlohmann::json event) { control->send(event); });
     auto stop = [&] {
       server.remove_all();
       io.stop();

@@ -1,8 +1,11 @@
 #include "proxy_connection.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+
+#include <sys/socket.h>
 
 #include "sandboxing/egress_rules.hpp"
 
@@ -47,7 +50,7 @@ proxy_connection::proxy_connection(asio::local::stream_protocol::socket client,
       timer_(client_.get_executor()),
       up_wait_(client_.get_executor()),
       down_wait_(client_.get_executor()),
-      buffer_(max_header_bytes + relay_buffer_bytes) {}
+      buffer_(max_header_bytes + 64 * 1024) {}
 
 proxy_connection::~proxy_connection() = default;
 
@@ -57,6 +60,7 @@ void proxy_connection::start() {
                            " connections open, its most");
   parser_.emplace();
   parser_->header_limit(max_header_bytes);
+  parser_->body_limit(boost::none);  // the body is relayed, never parsed: no limit on an upload's size
   timer_.expires_after(header_timeout);
   timer_.async_wait([self = shared_from_this()](const error_code& ec) {
     if (!ec && !self->relaying_ && !self->done_) self->finish("refused", "no request head within 10 s");
@@ -108,6 +112,7 @@ void proxy_connection::on_resolved(std::string error, std::vector<sb::ip_address
       candidates_.push_back(a);
     } else if (first_refusal_.empty()) {
       first_refusal_ = d.reason;
+      refused_address_ = a;
     }
   }
   if (candidates_.empty())
@@ -153,8 +158,20 @@ void proxy_connection::on_connected() {
   auto self = shared_from_this();
   auto begin_relay = [self](const error_code& ec, std::size_t) {
     if (ec) return self->finish("allowed", "");
-    self->relay_up();
-    self->relay_down();
+    try {
+      self->up_pump_.emplace(relay_pipe_bytes);
+      self->down_pump_.emplace(relay_pipe_bytes);
+    } catch (const std::system_error& e) {
+      return self->finish("closed", std::string("the proxy cannot relay: ") + e.what());
+    }
+    error_code nb;
+    // Larger batches per splice and per wake-up of the forwarder (capped by net.core.wmem_max).
+    self->client_.set_option(asio::socket_base::send_buffer_size(relay_socket_buffer_bytes), nb);
+    self->client_.native_non_blocking(true, nb);
+    if (!nb) self->upstream_.native_non_blocking(true, nb);
+    if (nb) return self->finish("closed", "the proxy cannot relay: " + nb.message());
+    self->relay(up);
+    self->relay(down);
     self->arm_idle();
   };
   if (target_.tunnel) {
@@ -173,58 +190,43 @@ void proxy_connection::on_connected() {
   }
 }
 
-void proxy_connection::relay_up() {
-  client_.async_read_some(asio::buffer(up_buf_),
-                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
-                            if (self->done_) return;
-                            if (ec) {
-                              if (ec != asio::error::eof) return self->finish("allowed", "");
-                              error_code ignored;
-                              self->upstream_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-                              if (--self->halves_open_ == 0) self->finish("allowed", "");
-                              return;
-                            }
-                            self->bytes_up_ += n;
-                            self->last_activity_ = std::chrono::steady_clock::now();
-                            asio::async_write(self->upstream_, asio::buffer(self->up_buf_.data(), n),
-                                              [self](const error_code& wec, std::size_t m) {
-                                                if (self->done_) return;
-                                                if (wec) return self->finish("allowed", "");
-                                                const auto wait = self->box_->limiter.take(m);
-                                                if (wait == wait.zero()) return self->relay_up();
-                                                self->up_wait_.expires_after(wait);
-                                                self->up_wait_.async_wait([self](const error_code& tec) {
-                                                  if (!tec && !self->done_) self->relay_up();
-                                                });
-                                              });
-                          });
-}
-
-void proxy_connection::relay_down() {
-  upstream_.async_read_some(
-      asio::buffer(down_buf_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
-        if (self->done_) return;
-        if (ec) {
-          if (ec != asio::error::eof) return self->finish("allowed", "");
-          error_code ignored;
-          self->client_.shutdown(asio::local::stream_protocol::socket::shutdown_send, ignored);
-          if (--self->halves_open_ == 0) self->finish("allowed", "");
-          return;
-        }
-        self->bytes_down_ += n;
-        self->last_activity_ = std::chrono::steady_clock::now();
-        asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
-                          [self](const error_code& wec, std::size_t m) {
-                            if (self->done_) return;
-                            if (wec) return self->finish("allowed", "");
-                            const auto wait = self->box_->limiter.take(m);
-                            if (wait == wait.zero()) return self->relay_down();
-                            self->down_wait_.expires_after(wait);
-                            self->down_wait_.async_wait([self](const error_code& tec) {
-                              if (!tec && !self->done_) self->relay_down();
-                            });
-                          });
-      });
+void proxy_connection::relay(int way) {
+  if (done_) return;
+  auto& pump = way == up ? *up_pump_ : *down_pump_;
+  const int from = way == up ? client_.native_handle() : upstream_.native_handle();
+  const int to = way == up ? upstream_.native_handle() : client_.native_handle();
+  // At most what the sandbox's rate allows now (a little at least, then it waits).
+  const auto budget =
+      std::clamp<std::uint64_t>(box_->limiter.available(), relay_min_turn_bytes, relay_turn_bytes);
+  const auto r = pump.pump(from, to, budget);
+  if (r.moved > 0) {
+    (way == up ? bytes_up_ : bytes_down_) += r.moved;
+    last_activity_ = std::chrono::steady_clock::now();
+  }
+  auto again = [self = shared_from_this(), way](const error_code& ec) {
+    if (!ec) self->relay(way);
+  };
+  switch (r.next) {
+    case splice_pump::wait::broken:
+      return finish("allowed", "");
+    case splice_pump::wait::ended:
+      ::shutdown(to, SHUT_WR);
+      if (--halves_open_ == 0) finish("allowed", "");
+      return;
+    default:
+      break;
+  }
+  if (const auto pause = box_->limiter.take(r.moved); pause != pause.zero()) {
+    auto& timer = way == up ? up_wait_ : down_wait_;
+    timer.expires_after(pause);
+    return timer.async_wait(again);
+  }
+  if (r.next == splice_pump::wait::none) return asio::post(client_.get_executor(), [again] { again({}); });
+  const bool on_client = (way == up) == (r.next == splice_pump::wait::readable);
+  const auto what =
+      r.next == splice_pump::wait::readable ? asio::socket_base::wait_read : asio::socket_base::wait_write;
+  if (on_client) return client_.async_wait(what, again);
+  upstream_.async_wait(what, again);
 }
 
 void proxy_connection::arm_idle() {
@@ -282,7 +284,9 @@ void proxy_connection::finish(const std::string& verdict, const std::string& rea
                   {"method", method_},
                   {"host", target_.host},
                   {"port", target_.port},
-                  {"address", address_ ? sb::to_string(*address_) : std::string()},
+                  {"address", address_           ? sb::to_string(*address_)
+                              : refused_address_ ? sb::to_string(*refused_address_)
+                                                 : std::string()},
                   {"bytes_up", bytes_up_},
                   {"bytes_down", bytes_down_},
                   {"verdict", verdict},

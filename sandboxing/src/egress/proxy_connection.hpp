@@ -21,6 +21,7 @@
 
 #include "egress_server.hpp"
 #include "proxy_request.hpp"
+#include "splice_pump.hpp"
 
 namespace sandgate::egress {
 
@@ -29,7 +30,10 @@ inline constexpr std::size_t max_header_fields = 100;
 inline constexpr std::chrono::seconds header_timeout{10};
 inline constexpr std::chrono::seconds connect_timeout{10};
 inline constexpr std::chrono::seconds idle_timeout{300};
-inline constexpr std::size_t relay_buffer_bytes = 256 * 1024;
+inline constexpr std::size_t relay_pipe_bytes = 1024 * 1024;           // per direction, see splice_pump
+inline constexpr std::size_t relay_turn_bytes = 4 * relay_pipe_bytes;  // then other connections' turn
+inline constexpr std::size_t relay_min_turn_bytes = 16 * 1024;         // when the rate limit leaves less
+inline constexpr int relay_socket_buffer_bytes = 1024 * 1024;          // SO_SNDBUF towards the sandbox
 
 class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
  public:
@@ -50,8 +54,9 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   void on_connected();
   void refuse(unsigned status, const std::string& reason);
   void finish(const std::string& verdict, const std::string& reason);
-  void relay_up();
-  void relay_down();
+  enum : int { up, down };  // sandbox -> host, host -> sandbox
+  // Moves what it can one way, then waits for what that way needs.
+  void relay(int way);
   void arm_idle();
 
   boost::asio::local::stream_protocol::socket client_;
@@ -67,12 +72,13 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   std::string method_;
   std::vector<sandboxing::ip_address> candidates_;
   std::size_t next_candidate_ = 0;
-  std::optional<sandboxing::ip_address> address_;  // what it connected to
+  std::optional<sandboxing::ip_address> address_;          // what it connected to
+  std::optional<sandboxing::ip_address> refused_address_;  // else the first resolved one it refused
   bool literal_ = false;
   std::string first_refusal_;
-  std::string pending_;  // the response or upstream head being written
-  std::array<char, relay_buffer_bytes> up_buf_{};
-  std::array<char, relay_buffer_bytes> down_buf_{};
+  std::string pending_;                 // the response or upstream head being written
+  std::optional<splice_pump> up_pump_;  // once relaying
+  std::optional<splice_pump> down_pump_;
   std::uint64_t bytes_up_ = 0;
   std::uint64_t bytes_down_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

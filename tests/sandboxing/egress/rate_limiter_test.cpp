@@ -19,3 +19,12 @@ TEST(rate_limiter, a_lower_rate_applies_at_once) {
   EXPECT_EQ(limiter.take(64 * 1024), eg::rate_limiter::clock::duration::zero());
   EXPECT_GT(limiter.take(64 * 1024), 900ms);
 }
+
+TEST(rate_limiter, available_is_what_may_move_now) {
+  eg::rate_limiter limiter(1 << 20);  // 1 MiB/s, a burst of 104857 bytes
+  const auto first = limiter.available();
+  EXPECT_GE(first, 64u * 1024);
+  EXPECT_LE(first, 104857u);
+  (void)limiter.take(first + 50000);
+  EXPECT_EQ(limiter.available(), 0u);  // in debt: wait first
+}
