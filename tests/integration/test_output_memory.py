@@ -13,6 +13,8 @@ import threading
 import time
 import unittest
 
+import websocket
+
 from sandgate_fixture import Deadline, GatewayTestCase, decode_v1, has_sandgate_python, stream_text
 
 MIB = 1024 * 1024
@@ -90,7 +92,10 @@ class OutputBudget(GatewayTestCase):
         reply = idle = False
         while not (reply and idle):
             ks.ws.settimeout(d.left("the big cell's outputs"))
-            _, frame = ks.ws.recv_data_frame(True)
+            opcode, frame = ks.ws.recv_data_frame(True)
+            if opcode != websocket.ABNF.OPCODE_BINARY:
+                self.assertNotEqual(opcode, websocket.ABNF.OPCODE_CLOSE, frame.data)
+                continue  # a ping
             channel, parts = decode_v1(frame.data)
             header, parent = json.loads(parts[0]), json.loads(parts[1])
             if parent.get("msg_id") != msg_id:

@@ -91,8 +91,6 @@ void kernel_channels::connect() {
   control_ = make(1, channel::control, zmq::socket_type::dealer, 0);
   stdin_ = make(2, channel::stdin_, zmq::socket_type::dealer, 0);
   iopub_ = make(3, channel::iopub, zmq::socket_type::sub, iopub_limit);
-  read_ahead_ = held_iopub_messages;
-  small_messages_ = 0;
   for (const auto& input : {shell_, control_, stdin_})
     input->on_drained([weak] {
       if (auto self = weak.lock(); self && !self->congested() && self->on_drained_) self->on_drained_();
@@ -142,11 +140,8 @@ void kernel_channels::probe() {
 void kernel_channels::on_frames(channel ch, std::vector<std::string>&& frames) {
   auto& counters = gateway_metrics();
   ++counters.messages_from_kernels;
-  std::size_t bytes = 0;
   for (const auto& f : frames)
-    bytes += f.size();
-  counters.bytes_from_kernels += bytes;
-  if (ch == channel::iopub) adapt_read_ahead(bytes);
+    counters.bytes_from_kernels += f.size();
   protocol::message msg;
   if (auto ec = protocol::decode(std::move(frames), signer_, msg)) {
     log::warn("kernel_message_rejected",
@@ -166,7 +161,6 @@ void kernel_channels::on_oversized(channel ch, std::vector<zmq::message_t>& part
   auto& counters = gateway_metrics();
   ++counters.messages_from_kernels;
   counters.bytes_from_kernels += bytes;
-  if (ch == channel::iopub) adapt_read_ahead(bytes);
   std::vector<std::string_view> views;
   views.reserve(parts.size());
   for (const auto& part : parts)
@@ -255,16 +249,6 @@ void kernel_channels::update_iopub_pause() {
     iopub_->pause();
   else
     iopub_->resume();
-}
-
-void kernel_channels::adapt_read_ahead(std::size_t message_bytes) {
-  if (!iopub_backpressure_ || !iopub_) return;
-  if (message_bytes >= large_message_bytes) {
-    small_messages_ = 0;
-    if (read_ahead_ != 1) iopub_->set_receive_limit(read_ahead_ = 1);
-  } else if (read_ahead_ != held_iopub_messages && ++small_messages_ >= held_iopub_messages) {
-    iopub_->set_receive_limit(read_ahead_ = held_iopub_messages);
-  }
 }
 
 }  // namespace sandgate::gateway

@@ -84,16 +84,15 @@ class kernel_channels : public std::enable_shared_from_this<kernel_channels> {
   void on_oversized(protocol::channel ch, std::vector<zmq::message_t>& parts, std::size_t bytes);
   void become_ready();
   void update_iopub_pause();
-  // After a large message ZeroMQ reads one message ahead of the gateway,
-  // not held_iopub_messages, until small ones come again: what a held
-  // kernel has sent the gateway stays within a message or two.
-  void adapt_read_ahead(std::size_t message_bytes);
   zmq_channel* channel_for(protocol::channel ch) const;
 
-  // iopub messages ZeroMQ reads ahead of a held kernel (see hold_output).
-  static constexpr int held_iopub_messages = 64;
-  // A message this large or larger makes ZeroMQ read one message ahead only.
-  static constexpr std::size_t large_message_bytes = 1024 * 1024;
+  // iopub messages ZeroMQ reads ahead of the gateway for a kernel that can
+  // be held (see hold_output), whatever their size: what a held kernel has
+  // sent stays within two or three messages. Fixed for the connection's
+  // life: libzmq acknowledges reads only every (limit + 1) / 2 messages, so
+  // lowering the limit of an open pipe below what it has not acknowledged
+  // would stop it for good.
+  static constexpr int held_iopub_messages = 2;
 
   boost::asio::io_context& io_;
   zmq::context_t& zmq_;
@@ -114,8 +113,6 @@ class kernel_channels : public std::enable_shared_from_this<kernel_channels> {
   std::shared_ptr<zmq_channel> shell_, control_, stdin_, iopub_;
   unsigned output_holds_ = 0;
   bool over_budget_ = false;
-  int read_ahead_ = held_iopub_messages;
-  int small_messages_ = 0;  // in a row, since the last large one
   std::size_t message_limit_ = 0;
   oversized_handler on_oversized_;
   boost::asio::steady_timer timer_;

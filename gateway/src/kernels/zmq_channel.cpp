@@ -206,10 +206,6 @@ zmq_channel::received zmq_channel::receive_one() {
   return received::message;
 }
 
-void zmq_channel::set_receive_limit(int messages) {
-  if (!closed_) socket_.set(zmq::sockopt::rcvhwm, messages);
-}
-
 void zmq_channel::post_drain() {
   if (drain_posted_) return;
   drain_posted_ = true;

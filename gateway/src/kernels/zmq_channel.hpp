@@ -62,9 +62,6 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
     message_limit_ = bytes;
     on_oversized_ = std::move(on_oversized);
   }
-  // How many messages ZeroMQ may read ahead of the handler (0: no limit);
-  // it applies to the connection already open.
-  void set_receive_limit(int messages);
 
   // Stops reading: what the peer sends meanwhile waits in ZeroMQ's pipe, up
   // to the socket's receive limit, and then in the peer. resume() reads on.
