@@ -2,7 +2,7 @@
 // registry and takes back what an earlier gateway left running, serves the
 // API until SIGTERM or SIGINT, then stops accepting and exits, leaving
 // sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
-#include "api/auth.hpp"
+#include "auth/authenticator.hpp"
 #include "api/router.hpp"
 #include "audit/audit_log.hpp"
 #include "cluster/agent_check.hpp"
@@ -119,8 +119,13 @@ int run(sg::config cfg) {
   kernels.fill_pools();
   sg::router router(cfg, kernels, *registry, token, audit,
                     exe_dir / ".." / "share" / "sandgate" / "openapi.json", *peers);
-  sg::http_limits limits{cfg.http_header_limit_bytes, cfg.http_body_limit_bytes,
-                         std::chrono::seconds(cfg.http_idle_timeout_s)};
+  sg::http_limits limits;
+  limits.header_bytes = cfg.http_header_limit_bytes;
+  limits.body_bytes = cfg.http_body_limit_bytes;
+  limits.idle = std::chrono::seconds(cfg.http_idle_timeout_s);
+  limits.ws.message_bytes = cfg.ws_message_limit_bytes;
+  limits.ws.queue_bytes = cfg.client_queue_limit_bytes;
+  limits.ws.stall_timeout = std::chrono::seconds(cfg.client_stall_timeout_s);
   std::unique_ptr<boost::asio::ssl::context> tls;
   if (!cfg.certfile.empty()) tls = sg::make_tls_context(cfg.certfile, cfg.keyfile);
   sg::server srv(io, {address, cfg.port}, router, limits, tls.get());

@@ -41,24 +41,35 @@ std::vector<std::string> encode(message&& m, const signer& s) {
   return frames;
 }
 
-std::error_code decode(std::vector<std::string>&& frames, const signer& s, message& out) {
+namespace {
+
+// Where the signature is, after checking the delimiter, the frame count,
+// the HMAC and the two headers, in that order.
+template <class Frames>
+std::error_code check(const Frames& frames, const signer& s, std::size_t& sig, header_fields& head,
+                      header_fields& parent) {
   const auto found = std::find(frames.begin(), frames.end(), delimiter);
   if (found == frames.end()) return protocol_errc::missing_delimiter;
   const auto delimiter_index = static_cast<std::size_t>(found - frames.begin());
   if (frames.size() - delimiter_index - 1 < parts_after_delimiter) return protocol_errc::too_few_frames;
-
-  const std::size_t sig = delimiter_index + 1;
+  sig = delimiter_index + 1;
   if (auto ec = s.verify(frames[sig], frames[sig + 1], frames[sig + 2], frames[sig + 3], frames[sig + 4]))
     return ec;
-
-  header_fields head;
   if (auto ec = parse_header(frames[sig + 1], head, /*require_ids=*/true)) return ec;
-  header_fields parent;
-  if (auto ec = parse_header(frames[sig + 2], parent, /*require_ids=*/false)) return ec;
+  return parse_header(frames[sig + 2], parent, /*require_ids=*/false);
+}
 
+}  // namespace
+
+std::error_code decode(std::vector<std::string>&& frames, const signer& s, message& out) {
+  std::size_t sig = 0;
+  header_fields head;
+  header_fields parent;
+  if (auto ec = check(frames, s, sig, head, parent)) return ec;
+  const auto identities_end = frames.begin() + static_cast<std::ptrdiff_t>(sig - 1);
   out.identities.clear();
-  out.identities.reserve(delimiter_index);
-  std::move(frames.begin(), found, std::back_inserter(out.identities));
+  out.identities.reserve(sig - 1);
+  std::move(frames.begin(), identities_end, std::back_inserter(out.identities));
   out.header = std::move(frames[sig + 1]);
   out.parent_header = std::move(frames[sig + 2]);
   out.metadata = std::move(frames[sig + 3]);
@@ -70,6 +81,22 @@ std::error_code decode(std::vector<std::string>&& frames, const signer& s, messa
   out.head = std::move(head);
   out.parent = std::move(parent);
   frames.clear();
+  return {};
+}
+
+std::error_code decode_head(const std::vector<std::string_view>& frames, const signer& s, message& out) {
+  std::size_t sig = 0;
+  header_fields head;
+  header_fields parent;
+  if (auto ec = check(frames, s, sig, head, parent)) return ec;
+  out.identities.assign(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(sig - 1));
+  out.header = std::string(frames[sig + 1]);
+  out.parent_header = std::string(frames[sig + 2]);
+  out.metadata.clear();
+  out.content.clear();
+  out.buffers.clear();
+  out.head = std::move(head);
+  out.parent = std::move(parent);
   return {};
 }
 

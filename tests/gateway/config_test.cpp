@@ -94,6 +94,8 @@ const std::vector<std::string> all_options = {
     "client-stall-timeout-s",
     "replay-buffer-limit-bytes",
     "iopub-journal-bytes",
+    "output-memory-limit-bytes",
+    "max-message-bytes",
     "http-idle-timeout-s",
     "kernel-start-timeout-s",
     "kernel-shutdown-grace-s",

@@ -146,5 +146,42 @@ TEST(wire, metadata_and_content_stay_raw) {
   EXPECT_EQ(out.session(), "");
 }
 
+TEST(wire, decode_head_checks_as_decode_does_and_keeps_only_what_routes) {
+  for (const auto& g : testing::golden_cases()) {
+    SCOPED_TRACE(g.name);
+    const signer s{g.key};
+    const std::vector<std::string_view> views(g.zmq_frames.begin(), g.zmq_frames.end());
+    message head;
+    ASSERT_FALSE(decode_head(views, s, head));
+    auto frames = g.zmq_frames;
+    message whole;
+    ASSERT_FALSE(decode(std::move(frames), s, whole));
+    EXPECT_EQ(head.identities, whole.identities);
+    EXPECT_EQ(head.header, whole.header);
+    EXPECT_EQ(head.parent_header, whole.parent_header);
+    EXPECT_EQ(head.msg_id(), whole.msg_id());
+    EXPECT_EQ(head.parent.msg_id, whole.parent.msg_id);
+    EXPECT_TRUE(head.content.empty());
+    EXPECT_TRUE(head.buffers.empty());
+  }
+}
+
+TEST(wire, decode_head_refuses_what_decode_refuses) {
+  const signer s{"secret"};
+  auto frames = encode(make_message("stream", R"({"name":"stdout","text":"x"})", "sess"), s);
+  std::vector<std::string> tampered = frames;
+  tampered.back() = R"({"name":"stdout","text":"y"})";
+  const std::vector<std::vector<std::string>> bad = {
+      tampered, {frames.begin() + 1, frames.end()}, {frames.begin(), frames.end() - 1}};
+  for (const auto& b : bad) {
+    const std::vector<std::string_view> views(b.begin(), b.end());
+    message head;
+    auto copy = b;
+    message whole;
+    EXPECT_EQ(decode_head(views, s, head), decode(std::move(copy), s, whole));
+    EXPECT_TRUE(decode_head(views, s, head));
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::protocol

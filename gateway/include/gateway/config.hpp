@@ -59,6 +59,11 @@ struct config {
   unsigned client_stall_timeout_s = 10;
   std::size_t replay_buffer_limit_bytes = 32 * 1024 * 1024;
   std::size_t iopub_journal_bytes = 8 * 1024 * 1024;  // per kernel, in its sandbox's run dir; 0: none
+  // Kernel output held in memory, all kernels together; 0: an eighth of the
+  // host's memory (output_budget::host_default_bytes()).
+  std::size_t output_memory_limit_bytes = 0;
+  // A kernel message larger than this is replaced by a note naming its size; 0: none.
+  std::size_t max_message_bytes = 128 * 1024 * 1024;
   unsigned http_idle_timeout_s = 300;
   unsigned kernel_start_timeout_s = 60;
   unsigned kernel_shutdown_grace_s = 3;

@@ -8,7 +8,7 @@
 #include "../cluster/peer_directory.hpp"
 #include "../kernels/kernel_manager.hpp"
 #include "../kernels/workspace_files.hpp"
-#include "auth.hpp"
+#include "../auth/authenticator.hpp"
 #include "sessions.hpp"
 
 #include <gateway/config.hpp>
@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -80,10 +81,19 @@ class router {
   upload_start begin_upload(const boost::beast::http::request_header<>& header, responder respond);
   // The body was read (ec: why not); answers through the job's responder.
   void finish_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
-  // A WebSocket upgrade: nothing when accepted (the stream is moved into a
-  // ws_session), or the rejection to send.
-  template <class Stream>
-  std::optional<response> upgrade(request& req, Stream& stream);
+  // What a WebSocket upgrade of /api/kernels/{id}/channels that may go
+  // ahead is granted: the kernel to join, as whom, in which protocol. The
+  // HTTP layer makes the session; the router never sees the stream.
+  struct channels_grant {
+    std::shared_ptr<kernel> target;
+    std::string session_id;
+    std::string principal;
+    bool v1 = false;                   // v1.kernel.websocket.jupyter.org, else the legacy JSON protocol
+    memory_release* memory = nullptr;  // where freed output memory goes back to the system
+  };
+  // The grant for a WebSocket upgrade, or the rejection to send (the
+  // connection then closes).
+  std::variant<channels_grant, response> admit_channels(const request& req);
 
   static response error_response(boost::beast::http::status status, std::string message, unsigned version,
                                  bool keep_alive);

@@ -16,8 +16,8 @@
 
 namespace sandgate::gateway {
 
-unique_fd audit_log::open_file(const std::filesystem::path& path) {
-  unique_fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+sandboxing::unique_fd audit_log::open_file(const std::filesystem::path& path) {
+  sandboxing::unique_fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) throw std::system_error(errno, std::generic_category(), "open(" + path.string() + ", O_APPEND)");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)

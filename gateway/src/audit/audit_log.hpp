@@ -6,7 +6,7 @@
 // gateway itself acted, e.g. a cull), then the event's fields. Never give
 // it tokens, keys or code: digests and sizes only.
 
-#include "../kernels/workspace_files.hpp"
+#include <sandboxing/unique_fd.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -35,11 +35,11 @@ class audit_log {
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
-  [[nodiscard]] static unique_fd open_file(const std::filesystem::path& path);
+  [[nodiscard]] static sandboxing::unique_fd open_file(const std::filesystem::path& path);
   void write_line(const std::string& line);
 
   std::filesystem::path path_;
-  unique_fd fd_;
+  sandboxing::unique_fd fd_;
   bool failing_ = false;       // the last write failed (and was logged)
   bool partial_ = false;       // a line was cut short: the next starts with a newline
   std::uint64_t dropped_ = 0;  // lines lost since the last write that succeeded

@@ -3,6 +3,8 @@
 // once per WebSocket protocol, and the encoded bytes are shared by every
 // client that receives it (serialize once, post to each).
 
+#include "output_budget.hpp"
+
 #include <jupyter_protocol/message.hpp>
 #include <jupyter_protocol/websocket.hpp>
 
@@ -40,10 +42,14 @@ class outgoing {
 
   // Bytes of the message's parts, for queue and buffer accounting.
   [[nodiscard]] std::size_t size_bytes() const noexcept;
+  // Counts the message, and each encoding of it, against its kernel's part
+  // of the output budget for as long as it lives.
+  void charge_to(std::shared_ptr<output_account> account) { charge_ = output_charge(std::move(account), size_bytes()); }
 
  private:
   protocol::channel channel_;
   protocol::message msg_;
+  output_charge charge_;
   std::shared_ptr<const encoded_frame> legacy_;
   std::shared_ptr<const encoded_frame> v1_;
 };

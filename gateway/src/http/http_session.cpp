@@ -1,5 +1,7 @@
 #include "http_session.hpp"
 
+#include "ws_session.hpp"
+
 #include <gateway/log.hpp>
 
 #include <boost/beast/websocket.hpp>
@@ -141,9 +143,14 @@ void http_session<Stream>::on_read(beast::error_code ec) {
   auto req = parser_->release();
   parser_.reset();
   if (beast::websocket::is_upgrade(req)) {
-    if (auto rejection = router_.upgrade(req, stream_))
+    auto admitted = router_.admit_channels(req);
+    if (auto* rejection = std::get_if<router::response>(&admitted))
       return send(http::message_generator(std::move(*rejection)));
-    return;  // the stream now belongs to a WebSocket session
+    auto& grant = std::get<router::channels_grant>(admitted);
+    std::make_shared<ws_session<Stream>>(std::move(stream_), std::move(grant.target), std::move(grant.session_id),
+                                         std::move(grant.principal), grant.v1, limits_.ws, *grant.memory)
+        ->run(std::move(req));
+    return;  // the stream now belongs to the WebSocket session
   }
   router_.handle(std::move(req), [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));

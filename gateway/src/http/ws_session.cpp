@@ -97,7 +97,7 @@ void ws_session<Stream>::on_accept(beast::error_code ec) {
   log::info("websocket_open", {{"kernel_id", kernel_->id()},
                                {"session_id", session_id_},
                                {"protocol", v1_ ? protocol::v1_subprotocol : "legacy"}});
-  kernel_->attach(this->shared_from_this());
+  kernel_->join(this->shared_from_this());
   do_read();
 }
 
@@ -320,7 +320,7 @@ void ws_session<Stream>::end(bool written_arrives) {
   queue_.clear();
   queued_bytes_ = 0;
   if (holding_) release_kernel();
-  kernel_->detach(this->shared_from_this(), std::move(unsent));
+  kernel_->leave(this->shared_from_this(), std::move(unsent));
   log::info("websocket_closed", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
 }
 

@@ -10,6 +10,7 @@
 #include "../bridge/outgoing.hpp"
 #include "../util/memory_release.hpp"
 #include "batched_writes.hpp"
+#include "server.hpp"
 #include "streams.hpp"
 
 #include <boost/beast/core.hpp>
@@ -43,22 +44,6 @@ class close_in_flight {
   ~close_in_flight();
   close_in_flight(const close_in_flight&) = delete;
   close_in_flight& operator=(const close_in_flight&) = delete;
-};
-
-struct ws_limits {
-  std::size_t message_bytes = 64 * 1024 * 1024;  // largest client message
-  std::size_t queue_bytes = 256 * 1024 * 1024;   // output waiting for one client
-  // Past this much queued output the client holds the kernel's output back
-  // (kernel::hold_output), until its queue is down to a quarter of it.
-  std::size_t hold_bytes = 4 * 1024 * 1024;
-  // A client past hold_bytes that takes in nothing for this long is closed
-  // (whether or not its kernel can be held).
-  std::chrono::milliseconds stall_timeout{10'000};
-  // Frames that find others waiting go out together, up to this many bytes
-  // in one write (copied once); a larger frame is written on its own.
-  std::size_t batch_bytes = 64 * 1024;
-  // A close whose last write does not go out in this time drops the connection.
-  std::chrono::milliseconds close_timeout{5'000};
 };
 
 template <class Stream>

@@ -9,6 +9,12 @@
 #include <array>
 
 namespace sandgate::gateway {
+
+std::string execution_state_of(const protocol::message& msg) {
+  if (msg.msg_type() != "status") return {};
+  return protocol::string_member(msg.content, "execution_state").value_or(std::string());
+}
+
 using json = nlohmann::json;
 
 namespace {

@@ -23,6 +23,9 @@
 
 namespace sandgate::gateway {
 
+// The execution_state of an iopub status message; empty for any other.
+[[nodiscard]] std::string execution_state_of(const protocol::message& msg);
+
 struct execution_record {
   std::string msg_id;
   std::string principal;           // who sent it over the channels (the audit log's); empty: the gateway

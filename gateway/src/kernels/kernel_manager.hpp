@@ -2,7 +2,7 @@
 // The kernels of this gateway: admission (starting kernels count), start,
 // lookup by id and owner, shutdown, and reaping of host child processes.
 
-#include "../api/auth.hpp"
+#include "../auth/principal.hpp"
 #include "../util/memory_release.hpp"
 #include "kernel.hpp"
 #include "kernel_pool.hpp"
@@ -63,6 +63,8 @@ class kernel_manager {
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
   // Hands freed heap pages back once the gateway is quiet (see memory_release).
   [[nodiscard]] memory_release& memory() noexcept { return memory_release_; }
+  // The kernels' output held in memory, against its budget.
+  [[nodiscard]] const output_budget& output() const noexcept { return *output_; }
   // Ends every kernel of a sandbox, then the sandbox (DELETE /api/sandboxes/{id}).
   void delete_sandbox(const std::string& sandbox_id, std::function<void()> done);
 
@@ -124,6 +126,7 @@ class kernel_manager {
   kernelspec_catalog& specs_;
   registry& registry_;
   zmq::context_t zmq_{1};
+  std::shared_ptr<output_budget> output_;
   boost::asio::signal_set sigchld_;
   sandbox_manager sandboxes_;
   std::map<std::string, std::shared_ptr<kernel>> kernels_;

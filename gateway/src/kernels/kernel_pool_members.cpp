@@ -96,7 +96,7 @@ void kernel_manager::start_pool_member(const std::string& name,
     log::warn("pool_member_failed", {{"kernel_name", name}, {"error", err.message}});
     return done(std::nullopt);
   }
-  auto k = std::make_shared<kernel>(io_, zmq_, options_for(new_id(cfg_.node_id), "", spec, *box), box->box);
+  auto k = kernel::create(io_, zmq_, options_for(new_id(cfg_.node_id), "", spec, *box), box->box, output_);
   box->kernels.insert(k->id());
   pool_starting_.emplace(k->id(), k);
   auto record = k->reattach_record();
@@ -136,7 +136,7 @@ void kernel_manager::retire_pool_member(pool_member& m) {
 void kernel_manager::hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& box,
                                const std::map<std::string, std::string>& env, const principal& who,
                                start_handler done) {
-  k->claim(who.name, box.implicit, env);
+  k->assign(who.name, box.implicit, env);
   adopt(k, box);
   box.touch();
   registry_.put(registry::kind::kernel, k->id(), box.id, who.name, k->reattach_record().dump());
@@ -206,7 +206,7 @@ std::shared_ptr<sandbox_entry> kernel_manager::claim_pooled_sandbox(const sandbo
     err = *e;
     return nullptr;
   }
-  m->k->claim(who.name, false, {});
+  m->k->assign(who.name, false, {});
   reserved_.emplace(box->id, m->k);
   const auto ttl = settings.ttl_s.value_or(sandboxes_.max_ttl_s());
   // Sent before anyone's when_ready(): the supervisor answers in order, so

@@ -14,22 +14,20 @@ void socket_pins::clear(const std::filesystem::path& dir, const std::vector<std:
 bool socket_pins::pin(const std::filesystem::path& dir, const std::vector<std::string>& names, uid_t owner) {
   reset();
   for (const auto& name : names) {
-    const int fd = ::open((dir / name).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return reset(), false;
-    fds_.push_back(fd);
+    sandboxing::unique_fd fd(::open((dir / name).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return reset(), false;
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != owner) return reset(), false;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != owner) return reset(), false;
+    fds_.push_back(std::move(fd));
   }
   return true;
 }
 
 std::string socket_pins::endpoint(std::size_t i) const {
-  return "ipc:///proc/self/fd/" + std::to_string(fds_.at(i));
+  return "ipc:///proc/self/fd/" + std::to_string(fds_.at(i).get());
 }
 
 void socket_pins::reset() {
-  for (int fd : fds_)
-    ::close(fd);
   fds_.clear();
 }
 

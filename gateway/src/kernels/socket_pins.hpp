@@ -5,6 +5,8 @@
 // and ZeroMQ connects through /proc/self/fd/N: the inode is pinned, and a
 // link planted later (even during ZeroMQ's reconnects) is never followed.
 
+#include <sandboxing/unique_fd.hpp>
+
 #include <sys/types.h>
 #include <filesystem>
 #include <string>
@@ -18,7 +20,6 @@ class socket_pins {
   socket_pins() = default;
   socket_pins(const socket_pins&) = delete;
   socket_pins& operator=(const socket_pins&) = delete;
-  ~socket_pins() { reset(); }
 
   // Removes what is left at those names from an earlier run (never following links).
   static void clear(const std::filesystem::path& dir, const std::vector<std::string>& names);
@@ -33,7 +34,7 @@ class socket_pins {
   void reset();
 
  private:
-  std::vector<int> fds_;
+  std::vector<sandboxing::unique_fd> fds_;
 };
 
 }  // namespace sandgate::gateway

@@ -95,24 +95,6 @@ class as_user {
 
 }  // namespace
 
-unique_fd& unique_fd::operator=(unique_fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-unique_fd::~unique_fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-int unique_fd::release() noexcept {
-  const int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
 domain_error errno_file_error(int error, const std::string& what, const std::string& path) {
   const std::string shown = path.empty() ? "the workspace" : "\"" + path + "\"";
   switch (error) {

@@ -8,6 +8,8 @@
 
 #include "domain_error.hpp"
 
+#include <sandboxing/unique_fd.hpp>
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -19,22 +21,7 @@
 
 namespace sandgate::gateway {
 
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(o.release()) {}
-  unique_fd& operator=(unique_fd&& o) noexcept;
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd();
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  int release() noexcept;
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using sandboxing::unique_fd;
 
 struct workspace_entry {
   std::string name;

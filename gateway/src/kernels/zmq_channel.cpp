@@ -166,17 +166,23 @@ void zmq_channel::drain() {
 }
 
 zmq_channel::received zmq_channel::receive_one() {
-  frames f;
-  f.reserve(8);  // a Jupyter message: a topic or identity, the delimiter, the signature, four parts
-  zmq::message_t part;
+  // A Jupyter message: a topic or identity, the delimiter, the signature,
+  // four parts. Taken as ZeroMQ holds them, and copied out once its size is
+  // known to be within the limit.
+  std::vector<zmq::message_t> parts;
+  parts.reserve(8);
+  std::size_t bytes = 0;
   const auto receive = [&] {
-    return again_on_eintr([&] { return socket_.recv(part, zmq::recv_flags::dontwait); });
+    zmq::message_t part;
+    if (!again_on_eintr([&] { return socket_.recv(part, zmq::recv_flags::dontwait); })) return false;
+    bytes += part.size();
+    parts.push_back(std::move(part));
+    return true;
   };
   try {
     if (!receive()) return received::nothing;
-    f.emplace_back(static_cast<const char*>(part.data()), part.size());
-    while (part.more() && receive())
-      f.emplace_back(static_cast<const char*>(part.data()), part.size());
+    while (parts.back().more() && receive()) {
+    }
   } catch (const zmq::error_t& e) {
     // Not a state this socket can be in while open; logged, and the
     // channel keeps waiting rather than go deaf.
@@ -184,7 +190,16 @@ zmq_channel::received zmq_channel::receive_one() {
     return received::failed;
   }
   try {
-    on_message_(std::move(f));
+    if (message_limit_ > 0 && bytes > message_limit_ && on_oversized_) {
+      on_oversized_(parts, bytes);
+    } else {
+      frames f;
+      f.reserve(parts.size());
+      for (const auto& part : parts)
+        f.emplace_back(static_cast<const char*>(part.data()), part.size());
+      parts.clear();  // ZeroMQ's copy goes before the handler makes more
+      on_message_(std::move(f));
+    }
   } catch (const std::exception& e) {
     log::error("zmq_message_handler_failed", {{"error", e.what()}});
   }

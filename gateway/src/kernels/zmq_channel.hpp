@@ -35,6 +35,9 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
  public:
   using frames = std::vector<std::string>;
   using handler = std::function<void(frames&&)>;
+  // A message over the size limit, not copied: its parts as ZeroMQ holds
+  // them, valid for the call, and its size.
+  using oversized_handler = std::function<void(std::vector<zmq::message_t>& parts, std::size_t bytes)>;
 
   // Connects a socket of `type` to `endpoint`; `on_message` runs on the io_context.
   static std::shared_ptr<zmq_channel> connect(boost::asio::io_context& io, zmq::context_t& ctx,
@@ -53,6 +56,12 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   // Runs (on the io_context) each time the channel's queue has gone out.
   void on_drained(std::function<void()> callback) { on_drained_ = std::move(callback); }
   void set_queue_limits(send_queue_limits limits) { queue_limits_ = limits; }
+  // Messages over `bytes` (all parts together) go to `on_oversized`
+  // instead of being copied for the message handler.
+  void set_message_limit(std::size_t bytes, oversized_handler on_oversized) {
+    message_limit_ = bytes;
+    on_oversized_ = std::move(on_oversized);
+  }
 
   // Stops reading: what the peer sends meanwhile waits in ZeroMQ's pipe, up
   // to the socket's receive limit, and then in the peer. resume() reads on.
@@ -82,6 +91,8 @@ class zmq_channel : public std::enable_shared_from_this<zmq_channel> {
   std::size_t queued_bytes_ = 0;
   send_queue_limits queue_limits_;
   std::function<void()> on_drained_;
+  std::size_t message_limit_ = 0;  // 0: none
+  oversized_handler on_oversized_;
 };
 
 }  // namespace sandgate::gateway

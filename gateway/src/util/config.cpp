@@ -157,6 +157,13 @@ const std::vector<option>& options() {
        "what each kernel keeps of its output for a restarted gateway, in its sandbox (default 8 MiB; 0: "
        "none)",
        SG_NUM(iopub_journal_bytes)},
+      {"output-memory-limit-bytes", "N",
+       "kernel output held in memory, all kernels together; a kernel over its share waits at its socket "
+       "(default: an eighth of the host's memory)",
+       SG_NUM(output_memory_limit_bytes)},
+      {"max-message-bytes", "N",
+       "a kernel message larger than this is replaced by a note naming its size (default 128 MiB; 0: none)",
+       SG_NUM(max_message_bytes)},
       {"http-idle-timeout-s", "S", "idle HTTP connection timeout (default 300)", SG_NUM(http_idle_timeout_s)},
       {"kernel-start-timeout-s", "S", "time a kernel has to answer kernel_info (default 60)",
        SG_NUM(kernel_start_timeout_s)},

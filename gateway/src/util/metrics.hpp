@@ -40,6 +40,8 @@ struct metrics {
   std::uint64_t clients_too_slow = 0;         // WebSockets closed for falling behind
   std::uint64_t input_waits = 0;              // a client stopped reading until its kernel took its input
   std::uint64_t client_messages_refused = 0;  // answered with an error instead of sent to the kernel
+  std::uint64_t output_budget_pauses = 0;     // a kernel paused for holding more than its share of the budget
+  std::uint64_t messages_over_limit = 0;      // kernel messages replaced by a note naming their size
   std::uint64_t sandboxes_created = 0;
   std::map<std::string, std::uint64_t> sandboxes_ended;  // by reason
   std::uint64_t oom_kills = 0;

@@ -6,6 +6,7 @@
 #include <jupyter_protocol/signer.hpp>
 
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -23,5 +24,12 @@ inline constexpr std::string_view delimiter = "<IDS|MSG>";
 // header JSON. Frames are moved into `out`; metadata/content stay raw text
 // (the decoder checks only that header and parent_header are JSON objects).
 [[nodiscard]] std::error_code decode(std::vector<std::string>&& frames, const signer& s, message& out);
+
+// For a message too large to take in whole: the same checks, over views of
+// its frames, filling only what routes it (identities, header and
+// parent_header, as text and parsed); metadata, content and buffers stay
+// empty. The views need only live for the call.
+[[nodiscard]] std::error_code decode_head(const std::vector<std::string_view>& frames, const signer& s,
+                                          message& out);
 
 }  // namespace sandgate::protocol

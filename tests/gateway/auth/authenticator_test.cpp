@@ -1,4 +1,4 @@
-#include "api/auth.hpp"
+#include "auth/authenticator.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "auth.hpp"
+#include "authenticator.hpp"
 
 #include <gateway/ids.hpp>
 

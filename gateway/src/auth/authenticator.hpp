@@ -6,6 +6,8 @@
 // optional quotas. Tokens are compared by digest, in constant time.
 // An empty configured token and no tokens file turns auth off.
 
+#include "principal.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -16,21 +18,6 @@
 namespace sandgate::gateway {
 
 enum class auth_result { ok, missing, wrong };
-
-struct quotas {
-  std::optional<std::uint64_t> sandboxes;     // at once, starting ones included
-  std::optional<std::uint64_t> kernels;       // at once, starting ones included
-  std::optional<std::uint64_t> memory_bytes;  // the sum of their sandboxes' memory limits
-};
-
-struct principal {
-  std::string name;
-  bool admin = false;
-  quotas limits;
-
-  // Whether this principal may see what `owner` made.
-  [[nodiscard]] bool sees(const std::string& owner) const { return admin || owner == name; }
-};
 
 class authenticator {
  public:
