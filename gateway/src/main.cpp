@@ -178,7 +178,7 @@ int run(sg::config cfg) {
     if (cfg.shutdown_kernels_on_exit)
       kernels.shutdown_all(stop_io);
     else
-      kernels.detach_all(stop_io);
+      kernels.leave_all_running(stop_io);
   });
   // A handler that throws is a bug to log, not a reason to end every
   // session: the loop goes on.

@@ -31,12 +31,12 @@ class host_sandbox final : public sandbox {
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}  // it never ends by itself
   // Processes on the host are the gateway's children: no later gateway can
-  // watch them, so none adopts them and none outlives the gateway.
-  void adopt(const std::string&, spawn_handler on_found, exit_handler) override {
+  // watch them, so none reclaims them and none outlives the gateway.
+  void reclaim(const std::string&, spawn_handler on_found, exit_handler) override {
     on_found("processes outside a sandbox end with the gateway that started them");
   }
   void destroy() override;
-  bool detach() override { return false; }
+  bool leave_running() override { return false; }
   [[nodiscard]] int open_workspace() const override;
 
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
@@ -44,7 +44,7 @@ class host_sandbox final : public sandbox {
   [[nodiscard]] std::string workspace_inside() const override { return workspace_.string(); }
   [[nodiscard]] uid_t owner_uid() const override;
   [[nodiscard]] gid_t owner_gid() const override;
-  void hand_over(const std::filesystem::path&) override {}
+  void give_file(const std::filesystem::path&) override {}
 
  private:
   std::filesystem::path run_dir_;

@@ -190,7 +190,7 @@ void kernel::leave_running() {
   clients_.close_all(1001, "the gateway is restarting; the kernel keeps running");
   channels_->close();
   input_waiters_.resume_all();
-  log::info("kernel_detached", {{"kernel_id", id()}});
+  log::info("kernel_left_running", {{"kernel_id", id()}});
 }
 
 void kernel::interrupt() {

@@ -114,7 +114,7 @@ void kernel_manager::forget(const std::string& kernel_id, const std::string& rea
   memory_release_.soon();
 }
 
-void kernel_manager::adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box) {
+void kernel_manager::enlist(const std::shared_ptr<kernel>& k, sandbox_entry& box) {
   kernels_.emplace(k->id(), k);
   box.kernels.insert(k->id());
   k->on_execution_finished([this, id = k->id()](const execution_record& r) {
@@ -247,7 +247,7 @@ void kernel_manager::start_kernel(const std::string& requested, std::map<std::st
     opts.env[k] = std::move(v);
 
   auto k = kernel::create(io_, zmq_, std::move(opts), box->box, output_);
-  adopt(k, *box);
+  enlist(k, *box);
   box->touch();
   registry_.put(registry::kind::kernel, k->id(), box->id, owner, k->reattach_record().dump());
   log::info("kernel_starting",

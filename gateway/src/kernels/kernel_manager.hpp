@@ -38,8 +38,8 @@ class kernel_manager {
   // those that cannot be re-attached end as "lost".
   void restore();
   // For a stop that leaves sandboxes running: kernels on the host are shut
-  // down (they cannot outlive the gateway), sandboxed ones detached.
-  void detach_all(std::function<void()> done);
+  // down (they cannot outlive the gateway), sandboxed ones left running.
+  void leave_all_running(std::function<void()> done);
 
   // In the sandbox `sandbox_id` (the caller's), or in a fresh sandbox of the
   // default policy that ends with the kernel when it is empty.
@@ -97,7 +97,7 @@ class kernel_manager {
   void forget(const std::string& kernel_id, const std::string& reason);
   void end_running_executions(const std::string& kernel_id, const std::string& reason);
   // Registers a new or re-attached kernel and keeps its ended executions.
-  void adopt(const std::shared_ptr<kernel>& k, sandbox_entry& box);
+  void enlist(const std::shared_ptr<kernel>& k, sandbox_entry& box);
   void watch_children();
   void end_unclaimed();
   // Warm pools (kernel_pool_members.cpp): a member's start and end, and
@@ -116,7 +116,7 @@ class kernel_manager {
   std::shared_ptr<sandbox_entry> claim_pooled_sandbox(const sandbox_settings& settings, const principal& who,
                                                       domain_error& err);
   // Hands a claimed kernel to its owner: registry, its new environment.
-  void hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& box,
+  void give_claimed(const std::shared_ptr<kernel>& k, sandbox_entry& box,
                  const std::map<std::string, std::string>& env, const principal& who, start_handler done);
   [[nodiscard]] kernel_options options_for(const std::string& id, const std::string& owner,
                                            const kernelspec& spec, const sandbox_entry& box) const;

@@ -133,11 +133,11 @@ void kernel_manager::retire_pool_member(pool_member& m) {
   sandboxes_.destroy(m.box->id, "retired");
 }
 
-void kernel_manager::hand_over(const std::shared_ptr<kernel>& k, sandbox_entry& box,
+void kernel_manager::give_claimed(const std::shared_ptr<kernel>& k, sandbox_entry& box,
                                const std::map<std::string, std::string>& env, const principal& who,
                                start_handler done) {
   k->assign(who.name, box.implicit, env);
-  adopt(k, box);
+  enlist(k, box);
   box.touch();
   registry_.put(registry::kind::kernel, k->id(), box.id, who.name, k->reattach_record().dump());
   log::info(
@@ -175,7 +175,7 @@ bool kernel_manager::claim_pooled_kernel(const std::string& name,
   sandboxes_.extend(box, sandboxes_.max_ttl_s(), [box](std::optional<domain_error> e) {
     if (e) log::warn("sandbox_extend_failed", {{"sandbox_id", box->id}, {"error", e->message}});
   });
-  hand_over(m->k, *box, env, who, done);
+  give_claimed(m->k, *box, env, who, done);
   return true;
 }
 
@@ -190,7 +190,7 @@ bool kernel_manager::take_reserved_kernel(sandbox_entry& box, const std::string&
   reserved_.erase(it);
   if (k->ended()) return false;
   // The sandbox's own variables are already in the kernel's environment.
-  hand_over(k, box, env, who, done);
+  give_claimed(k, box, env, who, done);
   return true;
 }
 

@@ -72,7 +72,7 @@ void kernel_process::launch(const kernel_options& opts, const protocol::connecti
   const auto conn_host = box_->run_dir_host() / (file_name_ + ".json");
   try {
     protocol::write_connection_file(conn_host, conn);
-    box_->hand_over(conn_host);
+    box_->give_file(conn_host);
     socket_pins::clear(box_->run_dir_host(), socket_names());
   } catch (const std::exception& e) {
     return spawned(std::string("cannot prepare the kernel: ") + e.what());
@@ -96,7 +96,7 @@ void kernel_process::reclaim(done_handler found, exit_handler exited) {
   exited_ = std::move(exited);
   const unsigned gen = ++generation_;
   std::weak_ptr<kernel_process> weak = weak_from_this();
-  box_->adopt(
+  box_->reclaim(
       file_name_,
       [weak, found = std::move(found)](const std::string& error) {
         auto self = weak.lock();

@@ -50,7 +50,7 @@ void kernel_manager::restore() {
     const auto file = record.value("file", nlohmann::json());
     opts.file_name = file.is_string() ? file.get<std::string>() : "k" + row.id.substr(row.id.size() - 12);
     auto k = kernel::create(io_, zmq_, std::move(opts), box->box, output_);
-    adopt(k, *box);
+    enlist(k, *box);
     try {
       k->take_up_executions(registry_.running_executions(row.id),
                             [this, id = row.id](const std::string& msg_id) {
@@ -88,7 +88,7 @@ void kernel_manager::end_unclaimed() {
     k->terminate("the gateway stops");
 }
 
-void kernel_manager::detach_all(std::function<void()> done) {
+void kernel_manager::leave_all_running(std::function<void()> done) {
   end_unclaimed();
   std::vector<std::shared_ptr<kernel>> host;
   for (const auto& k : list()) {
@@ -100,7 +100,7 @@ void kernel_manager::detach_all(std::function<void()> done) {
       kernels_.erase(k->id());
     }
   }
-  sandboxes_.detach_all();
+  sandboxes_.leave_all_running();
   auto remaining = std::make_shared<std::size_t>(host.size());
   if (host.empty()) return done();
   for (const auto& k : host)

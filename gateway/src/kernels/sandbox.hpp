@@ -57,8 +57,8 @@ class sandbox {
                      output_handler on_output = nullptr) = 0;
   // Takes charge of a named process started by an earlier gateway: once the
   // sandbox answers, `on_found` gets an empty error if it still runs (its
-  // exit then reaches `on_exit`), or why it cannot be adopted.
-  virtual void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) = 0;
+  // exit then reaches `on_exit`), or why it cannot be reclaimed.
+  virtual void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) = 0;
   // Sends `sig` to the process group of the named process.
   virtual void signal(const std::string& name, int sig) = 0;
   // Kills the named process and every process it started, wherever they went.
@@ -76,9 +76,9 @@ class sandbox {
   // Kills everything inside and releases the sandbox; idempotent.
   virtual void destroy() = 0;
   // Lets go of the sandbox and leaves it running, for the next gateway to
-  // adopt (false: this kind cannot outlive the gateway; nothing was done).
+  // reclaim (false: this kind cannot outlive the gateway; nothing was done).
   // destroy() afterwards does nothing.
-  virtual bool detach() = 0;
+  virtual bool leave_running() = 0;
   // An O_PATH descriptor of the workspace directory, for the files API
   // (the caller closes it), or -1 with errno set.
   [[nodiscard]] virtual int open_workspace() const = 0;
@@ -91,7 +91,7 @@ class sandbox {
   [[nodiscard]] virtual uid_t owner_uid() const = 0;
   [[nodiscard]] virtual gid_t owner_gid() const = 0;
   // Makes a file the gateway wrote in the run dir readable by the sandbox user only.
-  virtual void hand_over(const std::filesystem::path& host_path) = 0;
+  virtual void give_file(const std::filesystem::path& host_path) = 0;
 };
 
 }  // namespace sandgate::gateway

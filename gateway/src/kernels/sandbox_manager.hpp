@@ -68,7 +68,7 @@ class sandbox_manager {
   std::vector<std::shared_ptr<sandbox_entry>> restore();
   // Leaves every supervised sandbox running for the next gateway and
   // forgets it here (not in the registry).
-  void detach_all();
+  void leave_all_running();
 
   void on_sandbox_end(end_listener listener) { end_listener_ = std::move(listener); }
   void set_idle_probe(idle_probe probe) { idle_probe_ = std::move(probe); }

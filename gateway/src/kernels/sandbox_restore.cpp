@@ -117,9 +117,9 @@ void sandbox_manager::remove_orphans(const std::set<std::string>& known) {
   }
 }
 
-void sandbox_manager::detach_all() {
+void sandbox_manager::leave_all_running() {
   for (auto it = sandboxes_.begin(); it != sandboxes_.end();)
-    if (it->second->box->detach())
+    if (it->second->box->leave_running())
       it = sandboxes_.erase(it);
     else
       ++it;

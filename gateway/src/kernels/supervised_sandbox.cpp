@@ -138,10 +138,10 @@ void supervised_sandbox::on_frame(const json& frame) {
     ready_children_ = std::set<std::string>(ready.children.begin(), ready.children.end());
     log::info(attached_ ? "sandbox_reattached" : "sandbox_ready",
               {{"sandbox_id", opts_.id}, {"pid", std::to_string(ready.pid)}});
-    settle_adoptions();  // before any later frame: exits of adopted processes must find their handler
-    for (const auto& path : hand_over_pending_)
-      hand_over(path);
-    hand_over_pending_.clear();
+    settle_reclaims();  // before any later frame: exits of reclaimed processes must find their handler
+    for (const auto& path : files_to_give_)
+      give_file(path);
+    files_to_give_.clear();
     for (auto& f : before_ready_) {
       write_queue_.push_back(ctl::encode_frame(f));
       if (write_queue_.size() == 1) do_write();
@@ -243,17 +243,17 @@ void supervised_sandbox::spawn(const spawn_request& req, spawn_handler on_spawne
        });
 }
 
-void supervised_sandbox::adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) {
-  adoptions_.push_back({name, std::move(on_found), std::move(on_exit)});
+void supervised_sandbox::reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) {
+  reclaims_.push_back({name, std::move(on_found), std::move(on_exit)});
   if (ready_ || lost_ || destroyed_)
     boost::asio::post(io_, [weak = weak_from_this()] {
-      if (auto self = weak.lock()) self->settle_adoptions();
+      if (auto self = weak.lock()) self->settle_reclaims();
     });
 }
 
-void supervised_sandbox::settle_adoptions() {
-  auto waiting = std::move(adoptions_);
-  adoptions_.clear();
+void supervised_sandbox::settle_reclaims() {
+  auto waiting = std::move(reclaims_);
+  reclaims_.clear();
   for (auto& a : waiting) {
     if (lost_ || destroyed_) {
       a.on_found("the sandbox has ended");
@@ -314,14 +314,14 @@ void supervised_sandbox::signal(const std::string& name, int sig) {
   send(json(s), nullptr);
 }
 
-void supervised_sandbox::hand_over(const std::filesystem::path& host_path) {
+void supervised_sandbox::give_file(const std::filesystem::path& host_path) {
   if (!ready_) {
-    hand_over_pending_.push_back(host_path);
+    files_to_give_.push_back(host_path);
     return;
   }
   // lchown: the run dir belongs to the sandbox user, who may have swapped the file for a link.
   if (::lchown(host_path.c_str(), host_uid_, host_gid_) != 0)
-    log::warn("hand_over_failed", {{"sandbox_id", opts_.id}, {"path", host_path.string()}});
+    log::warn("give_file_failed", {{"sandbox_id", opts_.id}, {"path", host_path.string()}});
 }
 
 void supervised_sandbox::fail_all(const std::string& why) {
@@ -335,7 +335,7 @@ void supervised_sandbox::fail_all(const std::string& why) {
   // failed adoptions) are taken as its end, not as crashes or losses.
   if (attached_)
     if (auto handler = std::move(on_end_); handler) handler(why);
-  settle_adoptions();
+  settle_reclaims();
   if (destroyed_) return;
   auto replies = std::move(replies_);
   replies_.clear();
@@ -350,15 +350,15 @@ void supervised_sandbox::fail_all(const std::string& why) {
   socket_.close(ec);
 }
 
-bool supervised_sandbox::detach() {
+bool supervised_sandbox::leave_running() {
   if (destroyed_) return true;
-  log::info("sandbox_detached", {{"sandbox_id", opts_.id}});
+  log::info("sandbox_left_running", {{"sandbox_id", opts_.id}});
   destroyed_ = true;  // nothing more from or to it, and destroy() leaves it alone
   on_end_ = nullptr;
   outputs_.clear();
   exits_.clear();
   replies_.clear();
-  adoptions_.clear();
+  reclaims_.clear();
   boost::system::error_code ec;
   timer_.cancel();
   socket_.close(ec);
@@ -373,7 +373,7 @@ void supervised_sandbox::destroy() {
   outputs_.clear();
   exits_.clear();
   replies_.clear();
-  adoptions_.clear();
+  reclaims_.clear();
   before_ready_.clear();
   boost::system::error_code ec;
   timer_.cancel();

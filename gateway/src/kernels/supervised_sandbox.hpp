@@ -56,9 +56,9 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void when_ready(spawn_handler done) override;
   void open_egress(spawn_handler done) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
-  void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
+  void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy() override;
-  bool detach() override;
+  bool leave_running() override;
   [[nodiscard]] int open_workspace() const override;
   // The sandbox's end of life as its supervisor reported it (unix seconds), or 0 before ready.
   [[nodiscard]] std::int64_t expires_at() const noexcept { return expires_at_; }
@@ -70,7 +70,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   [[nodiscard]] std::string workspace_inside() const override { return "/workspace"; }
   [[nodiscard]] uid_t owner_uid() const override { return host_uid_; }
   [[nodiscard]] gid_t owner_gid() const override { return host_gid_; }
-  void hand_over(const std::filesystem::path& host_path) override;
+  void give_file(const std::filesystem::path& host_path) override;
 
  private:
   void try_connect();
@@ -79,9 +79,9 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void send(nlohmann::json frame, std::function<void(const sandboxing::control::reply&)> on_reply);
   void do_write();
   void fail_all(const std::string& why);
-  void settle_adoptions();
+  void settle_reclaims();
 
-  struct adoption {
+  struct reclaim_request {
     std::string name;
     spawn_handler on_found;
     exit_handler on_exit;
@@ -100,7 +100,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   bool attached_ = false;  // started by an earlier gateway: not this process's child
   int expected_root_pid_ = 0;
   std::set<std::string> ready_children_;  // running when the supervisor said ready
-  std::vector<adoption> adoptions_;       // waiting for the ready event
+  std::vector<reclaim_request> reclaims_;       // waiting for the ready event
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
   int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root
@@ -111,7 +111,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   sandboxing::control::frame_decoder decoder_;
   std::deque<std::string> write_queue_;
   std::vector<nlohmann::json> before_ready_;  // requests waiting for the supervisor
-  std::vector<std::filesystem::path> hand_over_pending_;
+  std::vector<std::filesystem::path> files_to_give_;
   std::map<std::uint64_t, std::function<void(const sandboxing::control::reply&)>> replies_;
   std::map<std::string, exit_handler> exits_;
   std::map<std::string, output_handler> outputs_;

@@ -27,7 +27,7 @@ class recording_sandbox final : public sandbox {
     exits.push_back(std::move(on_exit));
     on_spawned({});
   }
-  void adopt(const std::string& name, spawn_handler on_found, exit_handler on_exit) override {
+  void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override {
     adopted.push_back(name);
     exits.push_back(std::move(on_exit));
     on_found({});
@@ -39,14 +39,14 @@ class recording_sandbox final : public sandbox {
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}
   void destroy() override {}
-  bool detach() override { return false; }
+  bool leave_running() override { return false; }
   [[nodiscard]] int open_workspace() const override { return -1; }
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
   [[nodiscard]] std::filesystem::path run_dir_inside() const override { return "/run/sandgate"; }
   [[nodiscard]] std::string workspace_inside() const override { return "/workspace"; }
   [[nodiscard]] uid_t owner_uid() const override { return ::getuid(); }
   [[nodiscard]] gid_t owner_gid() const override { return ::getgid(); }
-  void hand_over(const std::filesystem::path&) override {}
+  void give_file(const std::filesystem::path&) override {}
 
   std::vector<spawn_request> spawned;
   std::vector<exit_handler> exits;

@@ -73,7 +73,7 @@ std::optional<std::string> end_after(const nlohmann::json& frame) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!ended && std::chrono::steady_clock::now() < deadline)
     s.io.run_for(std::chrono::milliseconds(20));
-  s.box->detach();
+  s.box->leave_running();
   return ended;
 }
 
@@ -136,7 +136,7 @@ TEST(supervised_sandbox, open_egress_asked_before_ready_goes_after_it_and_gets_t
                  {{"req", request->at("req")}, {"ok", false}, {"error", "bind(127.0.0.1:3128): in use"}})));
   while (!opened && std::chrono::steady_clock::now() < deadline)
     io.run_for(std::chrono::milliseconds(20));
-  box->detach();
+  box->leave_running();
   ASSERT_TRUE(opened);
   EXPECT_EQ(*opened, "bind(127.0.0.1:3128): in use");
 }
