@@ -2,9 +2,9 @@
 // registry and takes back what an earlier gateway left running, serves the
 // API until SIGTERM or SIGINT, then stops accepting and exits, leaving
 // sandboxed kernels running (or ending them: --shutdown-kernels-on-exit).
-#include "auth/authenticator.hpp"
 #include "api/router.hpp"
 #include "audit/audit_log.hpp"
+#include "auth/authenticator.hpp"
 #include "cluster/agent_check.hpp"
 #include "cluster/peer_directory.hpp"
 #include "http/server.hpp"

@@ -5,10 +5,10 @@
 
 #include "../audit/audit_log.hpp"
 #include "../audit/execution_audit.hpp"
+#include "../auth/authenticator.hpp"
 #include "../cluster/peer_directory.hpp"
 #include "../kernels/kernel_manager.hpp"
 #include "../kernels/workspace_files.hpp"
-#include "../auth/authenticator.hpp"
 #include "sessions.hpp"
 
 #include <gateway/config.hpp>
@@ -19,8 +19,8 @@
 
 #include <functional>
 #include <optional>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace sandgate::gateway {

@@ -30,7 +30,8 @@ void client_hub::leave(const std::shared_ptr<kernel_client>& client,
   std::erase(clients_, client);
   const auto& session = client->session_id();
   if (session.empty()) return;
-  if (std::any_of(clients_.begin(), clients_.end(), [&](const auto& c) { return c->session_id() == session; }))
+  if (std::any_of(clients_.begin(), clients_.end(),
+                  [&](const auto& c) { return c->session_id() == session; }))
     return;
   auto& buf = replay_[session];
   buf.expires = std::chrono::steady_clock::now() + limits_.replay_retention;
@@ -66,7 +67,8 @@ void client_hub::remember(const std::string& msg_id, const std::shared_ptr<kerne
                           const std::string& msg_type, std::string header) {
   if (msg_id.empty()) return;
   if (msg_type != "execute_request") header.clear();
-  if (pending_.emplace(msg_id, pending_request{client, client->session_id(), msg_type, std::move(header)}).second)
+  if (pending_.emplace(msg_id, pending_request{client, client->session_id(), msg_type, std::move(header)})
+          .second)
     pending_order_.push_back(msg_id);
   while (pending_order_.size() > limits_.max_pending_requests) {
     pending_.erase(pending_order_.front());
@@ -145,7 +147,8 @@ void client_hub::buffer_for(const std::string& session_id, const std::shared_ptr
   while (buf.bytes > limits_.replay_buffer_bytes && !buf.messages.empty()) {
     buf.bytes -= buf.messages.front()->size_bytes();
     buf.messages.pop_front();
-    if (!buf.overflowed) log::warn("replay_buffer_overflow", {{"kernel_id", kernel_id_}, {"session_id", session_id}});
+    if (!buf.overflowed)
+      log::warn("replay_buffer_overflow", {{"kernel_id", kernel_id_}, {"session_id", session_id}});
     buf.overflowed = true;
   }
 }

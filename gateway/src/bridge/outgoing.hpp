@@ -44,7 +44,9 @@ class outgoing {
   [[nodiscard]] std::size_t size_bytes() const noexcept;
   // Counts the message, and each encoding of it, against its kernel's part
   // of the output budget for as long as it lives.
-  void charge_to(std::shared_ptr<output_account> account) { charge_ = output_charge(std::move(account), size_bytes()); }
+  void charge_to(std::shared_ptr<output_account> account) {
+    charge_ = output_charge(std::move(account), size_bytes());
+  }
 
  private:
   protocol::channel channel_;

@@ -147,8 +147,9 @@ void http_session<Stream>::on_read(beast::error_code ec) {
     if (auto* rejection = std::get_if<router::response>(&admitted))
       return send(http::message_generator(std::move(*rejection)));
     auto& grant = std::get<router::channels_grant>(admitted);
-    std::make_shared<ws_session<Stream>>(std::move(stream_), std::move(grant.target), std::move(grant.session_id),
-                                         std::move(grant.principal), grant.v1, limits_.ws, *grant.memory)
+    std::make_shared<ws_session<Stream>>(std::move(stream_), std::move(grant.target),
+                                         std::move(grant.session_id), std::move(grant.principal), grant.v1,
+                                         limits_.ws, *grant.memory)
         ->run(std::move(req));
     return;  // the stream now belongs to the WebSocket session
   }

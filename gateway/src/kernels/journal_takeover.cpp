@@ -105,9 +105,11 @@ void journal_takeover::read_again(const std::filesystem::path& base, std::size_t
                          });
   if (!caught_up && reads_ < max_reads && held_bytes_ < max_held_bytes) {
     timer_.expires_after(std::chrono::milliseconds(20));
-    timer_.async_wait([weak = weak_from_this(), base, limit, signer, done](const boost::system::error_code& ec) {
-      if (auto self = weak.lock(); self && !ec && self->recorded_) self->read_again(base, limit, signer, done);
-    });
+    timer_.async_wait(
+        [weak = weak_from_this(), base, limit, signer, done](const boost::system::error_code& ec) {
+          if (auto self = weak.lock(); self && !ec && self->recorded_)
+            self->read_again(base, limit, signer, done);
+        });
     return;
   }
   std::unordered_set<std::string> began;  // executions whose first messages are in the journal
@@ -160,7 +162,8 @@ std::size_t journal_takeover::discover(const std::vector<protocol::message>& mes
     const auto& msg_id = msg.parent.msg_id;
     const bool input = msg.msg_type() == "execute_input";
     if (input || execution_state_of(msg) == "busy") began.insert(msg_id);
-    if (!input || msg_id.empty() || taken_up_.count(msg_id) || log_.find(msg_id) || (recorded && recorded(msg_id)))
+    if (!input || msg_id.empty() || taken_up_.count(msg_id) || log_.find(msg_id) ||
+        (recorded && recorded(msg_id)))
       continue;
     const auto started = protocol::parse_iso8601(msg.head.date).value_or(std::chrono::system_clock::now());
     if (!log_.take_up(msg_id, started)) continue;

@@ -39,7 +39,8 @@ class journal_takeover : public std::enable_shared_from_this<journal_takeover> {
   // whether the registry holds any record of that execute. One that the
   // journal shows beginning but that has no record (it began just before the
   // earlier gateway died, its row still queued) is taken up from the journal alone.
-  void expect(const std::vector<std::string>& stored, std::function<bool(const std::string& msg_id)> recorded);
+  void expect(const std::vector<std::string>& stored,
+              std::function<bool(const std::string& msg_id)> recorded);
   // The journal is still to be read: live iopub waits (hold()) to be
   // recorded after what the journal holds.
   [[nodiscard]] bool waiting() const noexcept { return recorded_ != nullptr; }

@@ -19,18 +19,20 @@ std::shared_ptr<kernel> kernel::create(boost::asio::io_context& io, zmq::context
                                        std::shared_ptr<sandbox> box, std::shared_ptr<output_budget> budget) {
   auto k = std::make_shared<kernel>(passkey{}, io, std::move(opts), std::move(box));
   std::weak_ptr<kernel> weak = k;
-  k->channels_ = std::make_shared<kernel_channels>(
-      io, zmq, k->id(), k->conn_.key, k->session_, k->opts_.spec.iopub_backpressure,
-      [weak](channel ch, protocol::message&& msg) {
-        if (auto self = weak.lock()) self->on_kernel_message(ch, std::move(msg));
-      });
+  k->channels_ = std::make_shared<kernel_channels>(io, zmq, k->id(), k->conn_.key, k->session_,
+                                                   k->opts_.spec.iopub_backpressure,
+                                                   [weak](channel ch, protocol::message&& msg) {
+                                                     if (auto self = weak.lock())
+                                                       self->on_kernel_message(ch, std::move(msg));
+                                                   });
   k->channels_->on_drained([weak] {
     if (auto self = weak.lock()) self->input_waiters_.resume_all();
   });
   if (k->opts_.limits.max_message_bytes > 0)
     k->channels_->set_message_limit(k->opts_.limits.max_message_bytes,
                                     [weak](channel ch, protocol::message&& head, std::size_t bytes) {
-                                      if (auto self = weak.lock()) self->on_oversized(ch, std::move(head), bytes);
+                                      if (auto self = weak.lock())
+                                        self->on_oversized(ch, std::move(head), bytes);
                                     });
   if (budget)
     k->output_ = std::make_shared<output_account>(std::move(budget), [weak](bool paused) {
@@ -55,14 +57,16 @@ kernel::kernel(passkey, boost::asio::io_context& io, kernel_options opts, std::s
     : io_(io),
       opts_(std::move(opts)),
       session_(protocol::new_uuid4()),
-      clients_(opts_.id, client_hub_limits{opts_.limits.replay_retention, opts_.limits.replay_buffer_bytes,
-                                           opts_.limits.max_replay_sessions, opts_.limits.max_pending_requests}),
+      clients_(opts_.id,
+               client_hub_limits{opts_.limits.replay_retention, opts_.limits.replay_buffer_bytes,
+                                 opts_.limits.max_replay_sessions, opts_.limits.max_pending_requests}),
       own_(opts_.limits.max_pending_requests) {
   // xeus 2.4.1 kernels abort ("Invalid argument") on an ipc endpoint over
   // 31 bytes: "ipc://" + ip + "-4" with ip /run/sandgate/k + 8 hex is 31. A
   // short name, unique within the sandbox, for the kernel's process,
   // sockets and files.
-  std::string file_name = opts_.file_name.empty() ? "k" + opts_.id.substr(opts_.id.size() - 8) : opts_.file_name;
+  std::string file_name =
+      opts_.file_name.empty() ? "k" + opts_.id.substr(opts_.id.size() - 8) : opts_.file_name;
   conn_.transport = "ipc";
   conn_.ip = (box->run_dir_inside() / file_name).string();
   conn_.shell_port = 1;
@@ -72,7 +76,8 @@ kernel::kernel(passkey, boost::asio::io_context& io, kernel_options opts, std::s
   conn_.hb_port = 5;
   conn_.key = opts_.key.empty() ? random_hex(32) : opts_.key;
   conn_.kernel_name = opts_.spec.name;
-  process_ = std::make_shared<kernel_process>(io, opts_.id, std::move(box), std::move(file_name), opts_.limits);
+  process_ =
+      std::make_shared<kernel_process>(io, opts_.id, std::move(box), std::move(file_name), opts_.limits);
 }
 
 kernel::~kernel() {
@@ -139,12 +144,13 @@ void kernel::open_channels() {
   if (!start_done_) return;
   auto& box = process_->box();
   std::weak_ptr<kernel> weak = weak_from_this();
-  channels_->open(box.run_dir_host(), process_->socket_names(), box.owner_uid(), [weak](const std::string& error) {
-    auto self = weak.lock();
-    if (!self) return;
-    if (error.empty()) return self->on_started({});
-    self->stop_process([self, error] { self->on_started(error); });
-  });
+  channels_->open(box.run_dir_host(), process_->socket_names(), box.owner_uid(),
+                  [weak](const std::string& error) {
+                    auto self = weak.lock();
+                    if (!self) return;
+                    if (error.empty()) return self->on_started({});
+                    self->stop_process([self, error] { self->on_started(error); });
+                  });
 }
 
 void kernel::on_started(const std::string& error) {
@@ -167,7 +173,8 @@ void kernel::on_started(const std::string& error) {
                           self->watchdog_->on_state(msg_id, "busy");  // the limit counts from its start
                         }
                         // The cells the stored rows told of ended while no gateway listened.
-                        if (std::exchange(self->state_presumed_, false) && running.empty()) self->state_ = "idle";
+                        if (std::exchange(self->state_presumed_, false) && running.empty())
+                          self->state_ = "idle";
                       });
     send_held();
     log::info("kernel_ready", {{"kernel_id", id()}, {"kernel_name", name()}});
@@ -205,8 +212,9 @@ void kernel::stop_process(std::function<void()> after_exit) {
   process_->stop(
       [weak = weak_from_this()] {
         if (auto self = weak.lock())
-          self->channels_->send(channel::control,
-                                protocol::make_message("shutdown_request", R"({"restart":false})", self->session_));
+          self->channels_->send(
+              channel::control,
+              protocol::make_message("shutdown_request", R"({"restart":false})", self->session_));
       },
       std::move(after_exit));
 }
@@ -220,7 +228,8 @@ void kernel::on_process_exit(const exit_status& st) {
   clients_.broadcast(std::make_shared<outgoing>(
       channel::iopub,
       protocol::make_message(
-          "status", nlohmann::json{{"execution_state", "restarting"}, {"reason", st.describe()}}.dump(), session_)));
+          "status", nlohmann::json{{"execution_state", "restarting"}, {"reason", st.describe()}}.dump(),
+          session_)));
   clients_.answer_lost_executes("the kernel died (" + st.describe() + ") and is being restarted", session_);
   executions_.end_all("the kernel died (" + st.describe() + ")", true);
   takeover_->forget();
@@ -242,7 +251,8 @@ void kernel::restart(done_handler done) {
   takeover_->forget();
   watchdog_->reset();
   own_.fail_all("the kernel was restarted");
-  stop_process([self = shared_from_this(), done = std::move(done)]() mutable { self->launch(std::move(done)); });
+  stop_process(
+      [self = shared_from_this(), done = std::move(done)]() mutable { self->launch(std::move(done)); });
 }
 
 void kernel::shutdown(done_handler done) {

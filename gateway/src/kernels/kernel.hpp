@@ -52,7 +52,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // start() or reattach().
   // `budget`: the gateway's budget for output held in memory (null: none).
   static std::shared_ptr<kernel> create(boost::asio::io_context& io, zmq::context_t& zmq, kernel_options opts,
-                                        std::shared_ptr<sandbox> box, std::shared_ptr<output_budget> budget = {});
+                                        std::shared_ptr<sandbox> box,
+                                        std::shared_ptr<output_budget> budget = {});
   kernel(passkey, boost::asio::io_context& io, kernel_options opts, std::shared_ptr<sandbox> box);
   ~kernel();
   kernel(const kernel&) = delete;
@@ -108,7 +109,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void join(const std::shared_ptr<kernel_client>& client);
   // `unsent`: messages the client had not received; they go first into the
   // session's replay buffer.
-  void leave(const std::shared_ptr<kernel_client>& client, std::vector<std::shared_ptr<outgoing>> unsent = {});
+  void leave(const std::shared_ptr<kernel_client>& client,
+             std::vector<std::shared_ptr<outgoing>> unsent = {});
   // A client's message for the kernel. False: the kernel's input is behind,
   // and the client reads no more until its resume_input() is called.
   [[nodiscard]] bool from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch,
@@ -159,8 +161,8 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void on_status(const protocol::message& msg, const std::string& state);
   void record(protocol::channel ch, const protocol::message& msg, std::string_view status);
   void send_held();
-  void refuse(const std::shared_ptr<kernel_client>& client, protocol::channel ch, const protocol::message& msg,
-              const std::string& why);
+  void refuse(const std::shared_ptr<kernel_client>& client, protocol::channel ch,
+              const protocol::message& msg, const std::string& why);
   void send_status(std::string_view state);
   void touch();
   // kernel_requests.cpp: the gateway's own requests.
@@ -179,9 +181,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
   std::shared_ptr<execution_watchdog> watchdog_;
   std::shared_ptr<journal_takeover> takeover_;
   own_requests own_;
-  std::shared_ptr<output_account> output_;  // this kernel's part of the output budget, if there is one
-  std::vector<held_message> held_;  // from clients while the kernel (re)starts
-  input_waiters input_waiters_;     // clients that stopped reading until input can go on
+  std::shared_ptr<output_account> output_;         // this kernel's part of the output budget, if there is one
+  std::vector<held_message> held_;                 // from clients while the kernel (re)starts
+  input_waiters input_waiters_;                    // clients that stopped reading until input can go on
   std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
 
   phase phase_ = phase::created;

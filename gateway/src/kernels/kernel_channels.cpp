@@ -97,10 +97,10 @@ void kernel_channels::connect() {
     });
   if (message_limit_ > 0) {
     for (const auto ch : {channel::shell, channel::control, channel::stdin_, channel::iopub})
-      channel_for(ch)->set_message_limit(message_limit_, [weak, ch](std::vector<zmq::message_t>& parts,
-                                                                    std::size_t bytes) {
-        if (auto self = weak.lock()) self->on_oversized(ch, parts, bytes);
-      });
+      channel_for(ch)->set_message_limit(message_limit_,
+                                         [weak, ch](std::vector<zmq::message_t>& parts, std::size_t bytes) {
+                                           if (auto self = weak.lock()) self->on_oversized(ch, parts, bytes);
+                                         });
   }
   update_iopub_pause();
 }

@@ -117,7 +117,7 @@ class kernel_manager {
                                                       domain_error& err);
   // Hands a claimed kernel to its owner: registry, its new environment.
   void give_claimed(const std::shared_ptr<kernel>& k, sandbox_entry& box,
-                 const std::map<std::string, std::string>& env, const principal& who, start_handler done);
+                    const std::map<std::string, std::string>& env, const principal& who, start_handler done);
   [[nodiscard]] kernel_options options_for(const std::string& id, const std::string& owner,
                                            const kernelspec& spec, const sandbox_entry& box) const;
 

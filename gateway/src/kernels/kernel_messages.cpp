@@ -58,7 +58,8 @@ void kernel::on_status(const protocol::message& msg, const std::string& state) {
 }
 
 void kernel::record(channel ch, const protocol::message& msg, std::string_view status) {
-  if (executions_.on_message(ch, msg, status) && !status.empty()) watchdog_->on_state(msg.parent.msg_id, status);
+  if (executions_.on_message(ch, msg, status) && !status.empty())
+    watchdog_->on_state(msg.parent.msg_id, status);
 }
 
 namespace {
@@ -77,7 +78,8 @@ std::string describe_bytes(std::size_t bytes) {
 void kernel::on_oversized(channel ch, protocol::message&& head, std::size_t bytes) {
   const std::string what = "a " + head.msg_type() + " message of " + describe_bytes(bytes) +
                            " from the kernel was not relayed: the gateway's limit is " +
-                           describe_bytes(opts_.limits.max_message_bytes) + " per message (--max-message-bytes)";
+                           describe_bytes(opts_.limits.max_message_bytes) +
+                           " per message (--max-message-bytes)";
   std::string type;
   nlohmann::json content;
   if (ch == channel::iopub) {
@@ -103,7 +105,8 @@ void kernel::on_oversized(channel ch, protocol::message&& head, std::size_t byte
 
 void kernel::send_status(std::string_view state) {
   state_ = std::string(state);
-  clients_.broadcast(std::make_shared<outgoing>(channel::iopub, protocol::make_status(state, session_, nullptr)));
+  clients_.broadcast(
+      std::make_shared<outgoing>(channel::iopub, protocol::make_status(state, session_, nullptr)));
 }
 
 void kernel::join(const std::shared_ptr<kernel_client>& client) {
@@ -111,7 +114,8 @@ void kernel::join(const std::shared_ptr<kernel_client>& client) {
   if (phase_ == phase::running) nudge();  // the nudge clients expect on connect, as jupyter_server does
 }
 
-void kernel::leave(const std::shared_ptr<kernel_client>& client, std::vector<std::shared_ptr<outgoing>> unsent) {
+void kernel::leave(const std::shared_ptr<kernel_client>& client,
+                   std::vector<std::shared_ptr<outgoing>> unsent) {
   if (phase_ == phase::ended) return;
   clients_.leave(client, std::move(unsent));
 }
@@ -138,7 +142,8 @@ bool kernel::from_client(const std::shared_ptr<kernel_client>& client, channel c
     input_waiters_.add(client);
     return false;
   }
-  if (ch == channel::shell || ch == channel::control) clients_.remember(msg.msg_id(), client, msg.msg_type(), msg.header);
+  if (ch == channel::shell || ch == channel::control)
+    clients_.remember(msg.msg_id(), client, msg.msg_type(), msg.header);
   touch();
   if (channels_->send(ch, msg) == send_result::refused) {
     clients_.forget(msg.msg_id());

@@ -134,8 +134,8 @@ void kernel_manager::retire_pool_member(pool_member& m) {
 }
 
 void kernel_manager::give_claimed(const std::shared_ptr<kernel>& k, sandbox_entry& box,
-                               const std::map<std::string, std::string>& env, const principal& who,
-                               start_handler done) {
+                                  const std::map<std::string, std::string>& env, const principal& who,
+                                  start_handler done) {
   k->assign(who.name, box.implicit, env);
   enlist(k, box);
   box.touch();

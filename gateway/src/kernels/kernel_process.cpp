@@ -23,8 +23,9 @@ std::string replace_all(std::string s, std::string_view from, const std::string&
 
 }  // namespace
 
-kernel_process::kernel_process(boost::asio::io_context& io, std::string kernel_id, std::shared_ptr<sandbox> box,
-                               std::string file_name, const kernel_limits& limits)
+kernel_process::kernel_process(boost::asio::io_context& io, std::string kernel_id,
+                               std::shared_ptr<sandbox> box, std::string file_name,
+                               const kernel_limits& limits)
     : kernel_id_(std::move(kernel_id)),
       box_(std::move(box)),
       file_name_(std::move(file_name)),
@@ -110,9 +111,10 @@ void kernel_process::reclaim(done_handler found, exit_handler exited) {
 
 void kernel_process::expect_ready_within(std::chrono::seconds limit, std::function<void()> late) {
   start_timer_.expires_after(limit);
-  start_timer_.async_wait([weak = weak_from_this(), late = std::move(late)](const boost::system::error_code& ec) {
-    if (weak.lock() && !ec) late();
-  });
+  start_timer_.async_wait(
+      [weak = weak_from_this(), late = std::move(late)](const boost::system::error_code& ec) {
+        if (weak.lock() && !ec) late();
+      });
 }
 
 void kernel_process::signal(int sig) {

@@ -27,10 +27,12 @@ execution_record failed_execution(std::string msg_id, const std::string& ename, 
 }  // namespace
 
 protocol::message kernel::execute_request(const std::string& code, bool silent) const {
-  const auto content =
-      nlohmann::json{{"code", code},           {"silent", silent},
-                     {"store_history", !silent}, {"user_expressions", nlohmann::json::object()},
-                     {"allow_stdin", false},     {"stop_on_error", false}};
+  const auto content = nlohmann::json{{"code", code},
+                                      {"silent", silent},
+                                      {"store_history", !silent},
+                                      {"user_expressions", nlohmann::json::object()},
+                                      {"allow_stdin", false},
+                                      {"stop_on_error", false}};
   return protocol::make_message("execute_request", content.dump(), session_);
 }
 
@@ -70,7 +72,8 @@ void kernel::nudge() {
   channels_->send(channel::shell, msg);
 }
 
-void kernel::assign(const std::string& owner, bool owns_sandbox, const std::map<std::string, std::string>& env) {
+void kernel::assign(const std::string& owner, bool owns_sandbox,
+                    const std::map<std::string, std::string>& env) {
   opts_.owner = owner;
   opts_.owns_sandbox = owns_sandbox;
   for (const auto& [name, value] : env)

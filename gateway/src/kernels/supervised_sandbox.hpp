@@ -99,8 +99,8 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   bool lost_ = false;      // the supervisor is gone: requests fail at once
   bool attached_ = false;  // started by an earlier gateway: not this process's child
   int expected_root_pid_ = 0;
-  std::set<std::string> ready_children_;  // running when the supervisor said ready
-  std::vector<reclaim_request> reclaims_;       // waiting for the ready event
+  std::set<std::string> ready_children_;   // running when the supervisor said ready
+  std::vector<reclaim_request> reclaims_;  // waiting for the ready event
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
   int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root

@@ -43,17 +43,20 @@ protocol::message request(const std::string& type, const std::string& session = 
   return protocol::make_message(type, "{}", session);
 }
 
-std::shared_ptr<outgoing> reply_to(const protocol::message& req, const std::string& type, std::string content = "{}") {
+std::shared_ptr<outgoing> reply_to(const protocol::message& req, const std::string& type,
+                                   std::string content = "{}") {
   return std::make_shared<outgoing>(channel::shell, protocol::make_reply(req, type, std::move(content)));
 }
 
 std::shared_ptr<outgoing> stream(const std::string& text) {
   return std::make_shared<outgoing>(
-      channel::iopub, protocol::make_message("stream", R"({"name":"stdout","text":")" + text + R"("})", "kernel"));
+      channel::iopub,
+      protocol::make_message("stream", R"({"name":"stdout","text":")" + text + R"("})", "kernel"));
 }
 
 client_hub make_hub(std::size_t replay_bytes = 1 << 20, std::size_t max_pending = 100) {
-  return client_hub("kernel-under-test", client_hub_limits{std::chrono::seconds(60), replay_bytes, 4, max_pending});
+  return client_hub("kernel-under-test",
+                    client_hub_limits{std::chrono::seconds(60), replay_bytes, 4, max_pending});
 }
 
 TEST(client_hub, broadcast_reaches_every_client) {

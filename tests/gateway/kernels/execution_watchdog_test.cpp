@@ -18,11 +18,10 @@ struct watched {
   std::shared_ptr<execution_watchdog> dog;
 
   explicit watched(std::chrono::seconds max_execution, std::chrono::seconds grace = std::chrono::seconds(0)) {
-    dog = std::make_shared<execution_watchdog>(io, log, "kernel-under-test", max_execution, grace,
-                                               execution_watchdog::actions{[this] { ++interrupts; },
-                                                                           [this](const std::string& id) {
-                                                                             restarts.push_back(id);
-                                                                           }});
+    dog = std::make_shared<execution_watchdog>(
+        io, log, "kernel-under-test", max_execution, grace,
+        execution_watchdog::actions{[this] { ++interrupts; },
+                                    [this](const std::string& id) { restarts.push_back(id); }});
   }
   void run(std::chrono::milliseconds for_how_long) {
     io.restart();

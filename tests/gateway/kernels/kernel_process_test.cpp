@@ -22,7 +22,8 @@ class recording_sandbox final : public sandbox {
  public:
   explicit recording_sandbox(std::filesystem::path run_dir) : run_dir_(std::move(run_dir)) {}
 
-  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit, output_handler) override {
+  void spawn(const spawn_request& req, spawn_handler on_spawned, exit_handler on_exit,
+             output_handler) override {
     spawned.push_back(req);
     exits.push_back(std::move(on_exit));
     on_spawned({});
@@ -91,16 +92,17 @@ class kernel_process_test : public ::testing::Test {
 
 TEST_F(kernel_process_test, launch_writes_the_connection_file_and_spawns_as_the_kernelspec_says) {
   std::string spawned_error = "not called";
-  process_->launch(opts_, conn_, [&](const std::string& e) { spawned_error = e; }, [](const exit_status&) {});
+  process_->launch(
+      opts_, conn_, [&](const std::string& e) { spawned_error = e; }, [](const exit_status&) {});
   EXPECT_EQ(spawned_error, "");
   EXPECT_TRUE(process_->running());
   EXPECT_TRUE(std::filesystem::exists(dir_ / "k12345678.json"));
   ASSERT_EQ(box_->spawned.size(), 1u);
   const auto& req = box_->spawned[0];
   EXPECT_EQ(req.name, "k12345678");
-  EXPECT_EQ(req.argv, (std::vector<std::string>{"/run/programs/0/sandgate-python", "-f",
-                                                "/run/sandgate/k12345678.json",
-                                                "--res=/usr/share/jupyter/kernels/python"}));
+  EXPECT_EQ(req.argv,
+            (std::vector<std::string>{"/run/programs/0/sandgate-python", "-f", "/run/sandgate/k12345678.json",
+                                      "--res=/usr/share/jupyter/kernels/python"}));
   EXPECT_EQ(req.env.at("FROM_SPEC"), "1");
   EXPECT_EQ(req.env.at("BOTH"), "request");
   EXPECT_EQ(req.env.at("HOME"), "/workspace");
@@ -111,19 +113,22 @@ TEST_F(kernel_process_test, launch_writes_the_connection_file_and_spawns_as_the_
 }
 
 TEST_F(kernel_process_test, the_stop_ladder_asks_then_terms_then_kills_then_gives_up) {
-  process_->launch(opts_, conn_, [](const std::string&) {}, [](const exit_status&) {});
+  process_->launch(
+      opts_, conn_, [](const std::string&) {}, [](const exit_status&) {});
   int asked = 0;
   int stopped = 0;
   process_->stop([&] { ++asked; }, [&] { ++stopped; });
   EXPECT_EQ(asked, 1);
   io_.run_for(std::chrono::milliseconds(200));
   EXPECT_EQ(stopped, 1);
-  EXPECT_EQ(box_->signals, (std::vector<std::pair<std::string, int>>{{"k12345678", SIGTERM}, {"k12345678", SIGKILL}}));
+  EXPECT_EQ(box_->signals,
+            (std::vector<std::pair<std::string, int>>{{"k12345678", SIGTERM}, {"k12345678", SIGKILL}}));
   EXPECT_FALSE(process_->running());
 }
 
 TEST_F(kernel_process_test, an_exit_during_the_ladder_ends_it_and_is_not_reported_as_unasked) {
-  process_->launch(opts_, conn_, [](const std::string&) {}, [](const exit_status&) { ADD_FAILURE() << "unasked"; });
+  process_->launch(
+      opts_, conn_, [](const std::string&) {}, [](const exit_status&) { ADD_FAILURE() << "unasked"; });
   int stopped = 0;
   process_->stop([&] { box_->exits.back()(exit_status{0, 0}); }, [&] { ++stopped; });
   io_.run_for(std::chrono::milliseconds(100));
@@ -133,8 +138,10 @@ TEST_F(kernel_process_test, an_exit_during_the_ladder_ends_it_and_is_not_reporte
 
 TEST_F(kernel_process_test, only_the_current_generation_exit_counts) {
   int exits = 0;
-  process_->launch(opts_, conn_, [](const std::string&) {}, [&](const exit_status&) { ++exits; });
-  process_->launch(opts_, conn_, [](const std::string&) {}, [&](const exit_status&) { ++exits; });
+  process_->launch(
+      opts_, conn_, [](const std::string&) {}, [&](const exit_status&) { ++exits; });
+  process_->launch(
+      opts_, conn_, [](const std::string&) {}, [&](const exit_status&) { ++exits; });
   box_->exits[0](exit_status{1, 0});  // the first launch's process, ended late
   EXPECT_EQ(exits, 0);
   EXPECT_TRUE(process_->running());
@@ -164,7 +171,8 @@ TEST_F(kernel_process_test, the_ready_deadline_fires_unless_cancelled) {
 }
 
 TEST_F(kernel_process_test, remove_traces_kills_the_tree_and_removes_the_files) {
-  process_->launch(opts_, conn_, [](const std::string&) {}, [](const exit_status&) {});
+  process_->launch(
+      opts_, conn_, [](const std::string&) {}, [](const exit_status&) {});
   process_->remove_traces();
   EXPECT_EQ(box_->killed, std::vector<std::string>{"k12345678"});
   EXPECT_FALSE(std::filesystem::exists(dir_ / "k12345678.json"));
