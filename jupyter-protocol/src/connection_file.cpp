@@ -4,6 +4,7 @@
 #include <jupyter_protocol/message.hpp>
 
 #include <nlohmann/json.hpp>
+#include <sandboxing/unique_fd.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,27 +19,7 @@ namespace sandgate::protocol {
 namespace {
 
 using json = nlohmann::json;
-
-// A file descriptor closed when it goes out of scope.
-class unique_fd {
- public:
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  // Closes now, reporting the error close() gives.
-  int close() noexcept {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
+using sandboxing::unique_fd;
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);

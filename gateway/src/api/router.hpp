@@ -8,7 +8,7 @@
 #include "../auth/authenticator.hpp"
 #include "../cluster/peer_directory.hpp"
 #include "../kernels/kernel_manager.hpp"
-#include "../kernels/workspace_files.hpp"
+#include "../sandboxes/workspace_files.hpp"
 #include "sessions.hpp"
 
 #include <gateway/config.hpp>

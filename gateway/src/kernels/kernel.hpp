@@ -14,7 +14,7 @@
 #include "executions.hpp"
 #include "kernel_options.hpp"
 #include "own_requests.hpp"
-#include "sandbox.hpp"
+#include "../sandboxes/sandbox.hpp"
 #include "zmq_channel.hpp"
 
 #include <jupyter_protocol/connection_file.hpp>

@@ -3,7 +3,7 @@
 #include "../util/json_input.hpp"
 #include "../util/metrics.hpp"
 
-#include "child_processes.hpp"
+#include "../sandboxes/child_processes.hpp"
 
 #include <gateway/ids.hpp>
 #include <gateway/log.hpp>

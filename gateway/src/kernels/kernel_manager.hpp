@@ -6,7 +6,7 @@
 #include "../util/memory_release.hpp"
 #include "kernel.hpp"
 #include "kernel_pool.hpp"
-#include "sandbox_manager.hpp"
+#include "../sandboxes/sandbox_manager.hpp"
 
 #include <gateway/config.hpp>
 #include <gateway/kernelspec.hpp>

@@ -1,6 +1,6 @@
 #include "kernel_pool.hpp"
 
-#include "sandbox_manager.hpp"
+#include "../sandboxes/sandbox_manager.hpp"
 
 #include <gateway/log.hpp>
 

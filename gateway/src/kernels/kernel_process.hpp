@@ -6,7 +6,7 @@
 // (connection file, ipc sockets, iopub journal) share one short name.
 
 #include "kernel_options.hpp"
-#include "sandbox.hpp"
+#include "../sandboxes/sandbox.hpp"
 
 #include <jupyter_protocol/connection_file.hpp>
 

@@ -13,7 +13,7 @@
 #include "sandgate_kernels/child_output.hpp"
 #include "sandgate_kernels/child_process.hpp"
 #include "sandgate_kernels/output_batcher.hpp"
-#include "sandgate_kernels/unique_fd.hpp"
+#include "sandgate_kernels/pipe.hpp"
 
 namespace sandgate::javascript_kernel {
 

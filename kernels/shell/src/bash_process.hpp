@@ -8,7 +8,7 @@
 #include "sandgate_kernels/child_output.hpp"
 #include "sandgate_kernels/child_process.hpp"
 #include "sandgate_kernels/output_batcher.hpp"
-#include "sandgate_kernels/unique_fd.hpp"
+#include "sandgate_kernels/pipe.hpp"
 
 namespace sandgate::shell_kernel {
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <csignal>
 
-#include "sandgate_kernels/unique_fd.hpp"
+#include "sandgate_kernels/pipe.hpp"
 
 extern char** environ;
 

@@ -25,6 +25,9 @@ class unique_fd {
   explicit operator bool() const noexcept { return fd_ >= 0; }
   // Gives up ownership without closing.
   int release() noexcept { return std::exchange(fd_, -1); }
+  // Closes now and reports what close(2) returned (0, or -1 with errno set):
+  // for writes whose loss only close reports.
+  int close() noexcept { return fd_ >= 0 ? ::close(std::exchange(fd_, -1)) : 0; }
   // Closes the current descriptor (if any) and takes ownership of fd.
   void reset(int fd = -1) noexcept {
     if (fd_ >= 0) ::close(fd_);

@@ -4,7 +4,7 @@
 // tests/integration/test_pool.py.
 #include "kernels/kernel_pool.hpp"
 
-#include "kernels/sandbox_manager.hpp"
+#include "sandboxes/sandbox_manager.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "sandgate_kernels/output_batcher.hpp"
-#include "sandgate_kernels/unique_fd.hpp"
+#include "sandgate_kernels/pipe.hpp"
 #include "sandgate_kernels/utf8_chunker.hpp"
 
 namespace sandgate::kernels {

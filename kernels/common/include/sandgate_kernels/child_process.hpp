@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "sandgate_kernels/unique_fd.hpp"
+#include "sandgate_kernels/pipe.hpp"
 
 namespace sandgate::kernels {
 

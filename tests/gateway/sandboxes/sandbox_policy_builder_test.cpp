@@ -5,7 +5,7 @@
 // the supervisor, to the values the gateway keeps for it (its limits and
 // execution limit). Then what a creator may not ask for, each error naming
 // the field.
-#include "kernels/sandbox_policy_builder.hpp"
+#include "sandboxes/sandbox_policy_builder.hpp"
 
 #include "check_policy.hpp"
 #include "scratch_dir.hpp"

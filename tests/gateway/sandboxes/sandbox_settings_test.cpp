@@ -1,6 +1,6 @@
 // A creator's sandbox settings (POST /api/sandboxes): what parses, and the
 // error of what does not, naming the field.
-#include "kernels/sandbox_settings.hpp"
+#include "sandboxes/sandbox_settings.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // in the sandbox planted can lead anywhere outside the workspace; only
 // directories and regular files are ever opened for content.
 
-#include "domain_error.hpp"
+#include "../util/domain_error.hpp"
 
 #include <sandboxing/unique_fd.hpp>
 

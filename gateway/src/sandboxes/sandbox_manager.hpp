@@ -13,7 +13,7 @@
 
 #include "../audit/audit_log.hpp"
 #include "../registry/registry.hpp"
-#include "domain_error.hpp"
+#include "../util/domain_error.hpp"
 #include "egress_proxy.hpp"
 #include "host_id_slots.hpp"
 #include "sandbox.hpp"

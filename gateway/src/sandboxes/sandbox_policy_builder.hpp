@@ -6,7 +6,7 @@
 // the result breaks is refused with the field named
 // ("limits.memory_bytes: must be at least 16777216").
 
-#include "domain_error.hpp"
+#include "../util/domain_error.hpp"
 #include "sandbox_entry.hpp"
 #include "sandbox_settings.hpp"
 

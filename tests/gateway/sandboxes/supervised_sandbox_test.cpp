@@ -4,7 +4,7 @@
 // leaving the socket unread; a request waits for the ready event and gets
 // its reply.
 
-#include "kernels/supervised_sandbox.hpp"
+#include "sandboxes/supervised_sandbox.hpp"
 
 #include <sandboxing/control_protocol.hpp>
 

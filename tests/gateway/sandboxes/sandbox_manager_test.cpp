@@ -3,7 +3,7 @@
 // sandbox it makes keeps (and shows, and enforces) the values its written
 // policy gives the supervisor. Sandboxes here are host ones (no supervisor);
 // sandboxed ones are tested end to end in tests/integration/test_sandboxes.py.
-#include "kernels/sandbox_manager.hpp"
+#include "sandboxes/sandbox_manager.hpp"
 
 #include "check_policy.hpp"
 #include "scratch_dir.hpp"
