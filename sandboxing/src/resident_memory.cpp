@@ -47,9 +47,10 @@ void release_idle_memory() noexcept {
         if (std::sscanf(line + 10, "%lu", &kib) != 1 || kib != 0) mappings.back().modified = true;
       }
     }
-    std::fclose(smaps);
+    (void)std::fclose(smaps);  // read only: nothing to lose
     for (const auto& m : mappings) {
       if (m.candidate && !m.modified) {
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): an address smaps gave
         ::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED);
       }
     }
@@ -58,9 +59,10 @@ void release_idle_memory() noexcept {
   ::malloc_trim(0);
 }
 
+// Called while the process has one thread.
 void keep_heap_small() noexcept {
-  ::mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-  ::mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+  ::mallopt(M_MMAP_THRESHOLD, 64 * 1024);   // NOLINT(concurrency-mt-unsafe)
+  ::mallopt(M_TRIM_THRESHOLD, 128 * 1024);  // NOLINT(concurrency-mt-unsafe)
 }
 
 }  // namespace sandgate::sandboxing::detail
