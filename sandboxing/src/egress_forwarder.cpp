@@ -88,7 +88,8 @@ void egress_forwarder::accept_all() {
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, proxy_socket_.c_str(), sizeof addr.sun_path - 1);
     if (!proxy || ::connect(proxy.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-      write_refusal(client.get(), std::string("connect(") + proxy_socket_ + "): " + std::strerror(errno));
+      write_refusal(client.get(),
+                    std::string("connect(") + proxy_socket_ + "): " + std::generic_category().message(errno));
       continue;
     }
     const int one = 1;

@@ -329,6 +329,7 @@ int launch(launch_options options) {
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
     sigaddset(&mask, sig);
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): sandgate-sandbox has one thread
   check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
   ::signal(SIGPIPE, SIG_IGN);
   detail::timing_mark("outer: host side prepared");

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "sandboxing/seccomp.hpp"
@@ -27,11 +28,11 @@ struct filter_deleter {
 using filter_ptr = std::unique_ptr<void, filter_deleter>;
 
 void check(int rc, const std::string& call) {
-  if (rc < 0) throw std::runtime_error(call + ": " + std::strerror(-rc));
+  if (rc < 0) throw std::runtime_error(call + ": " + std::generic_category().message(-rc));
 }
 
 [[noreturn]] void fail(const std::string& call) {
-  throw std::runtime_error(call + ": " + std::strerror(errno));
+  throw std::runtime_error(call + ": " + std::generic_category().message(errno));
 }
 
 constexpr unsigned long namespace_flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |

@@ -27,7 +27,7 @@ void reset_signals() {
   }
   sigset_t none;
   sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe): a child, one thread
 }
 
 // A copy of a caller's descriptor above 2, so that dup2 onto 0-2 cannot

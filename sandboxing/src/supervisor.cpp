@@ -52,6 +52,7 @@ int supervisor::run() {
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT})
     sigaddset(&mask, sig);
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the supervisor has one thread
   check_sys(::sigprocmask(SIG_BLOCK, &mask, nullptr), "sigprocmask(SIG_BLOCK)");
   ::signal(SIGPIPE, SIG_IGN);
   epoll_.reset(static_cast<int>(check_sys(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1")));

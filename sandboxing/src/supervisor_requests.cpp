@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "sandboxing/network.hpp"
 #include "sandboxing/sys_error.hpp"
@@ -132,7 +133,7 @@ control::reply supervisor::do_spawn(const json& message) {
     c.streams[0].fd = std::move(out.read);
     c.streams[1].fd = std::move(err.read);
     c.stdin_fd = std::move(in.write);
-    if (request.stdin_data) c.stdin_data = std::move(*request.stdin_data);
+    if (request.stdin_data) c.stdin_data = *request.stdin_data;
     if (request.timeout_ms) {
       c.timeout_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(*request.timeout_ms);
       deadlines_changed_ = true;
@@ -157,7 +158,7 @@ control::reply supervisor::do_signal(const json& message) {
     result.error = "signal: no running child named \"" + request.id + "\"";
   } else if (::kill(request.group ? -pid : pid, request.signal) == -1 && errno != ESRCH) {
     result.error = "kill(" + std::to_string(request.group ? -pid : pid) + ", " +
-                   std::to_string(request.signal) + "): " + std::strerror(errno);
+                   std::to_string(request.signal) + "): " + std::generic_category().message(errno);
   } else {
     result.ok = true;
   }
@@ -198,7 +199,8 @@ control::reply supervisor::do_extend(const json& message) {
     text[0] = 'T';
     std::memcpy(text + 1, &request.expires_at, sizeof request.expires_at);
     if (::send(config_.outer_fd, text, sizeof text, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof text) {
-      result.error = std::string("extend: send(outer process, deadline): ") + std::strerror(errno);
+      result.error =
+          std::string("extend: send(outer process, deadline): ") + std::generic_category().message(errno);
       return result;
     }
   }

@@ -5,13 +5,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "sandboxing/unique_fd.hpp"
 
 namespace sandgate::sandboxing {
 
 sys_error::sys_error(std::string_view call, int error_number)
-    : std::runtime_error(std::string(call) + ": " + std::strerror(error_number)),
+    : std::runtime_error(std::string(call) + ": " + std::generic_category().message(error_number)),
       error_number_(error_number) {}
 
 long check_sys(long result, std::string_view call) {

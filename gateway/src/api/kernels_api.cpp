@@ -185,7 +185,7 @@ void router::post_kernel(context& ctx, const std::string& path_sandbox_id) {
   if (auto res = other_node(ctx.req, resource::sandbox, sandbox_id)) return ctx.reply(std::move(*res));
   auto self = ctx.shared_from_this();
   kernels_.start_kernel(name, std::move(*env), ctx.who, sandbox_id,
-                        [this, self, implicit = sandbox_id.empty()](std::shared_ptr<kernel> k,
+                        [this, self, implicit = sandbox_id.empty()](const std::shared_ptr<kernel>& k,
                                                                     std::optional<domain_error> err) {
                           if (err) return self->reply(self->error(*err));
                           watch(k);

@@ -84,7 +84,8 @@ void router::reply_list(context& ctx, const std::string& target, json local) {
   if (authorization.empty() && ctx.query.count("token")) authorization = "token " + ctx.query.at("token");
   auto self = ctx.shared_from_this();
   list_across(kernels_.io(), peers, target + query, authorization,
-              std::chrono::milliseconds(cfg_.peer_timeout_ms), std::move(local), [self](cluster_list merged) {
+              std::chrono::milliseconds(cfg_.peer_timeout_ms), std::move(local),
+              [self](const cluster_list& merged) {
                 auto res = self->json(http::status::ok, merged.items);
                 if (!merged.missing.empty()) {
                   std::string nodes;

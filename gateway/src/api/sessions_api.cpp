@@ -91,7 +91,7 @@ void router::post_session(context& ctx) {
     return;
   }
   kernels_.start_kernel(string_field(kernel_req, "name"), {}, ctx.who, "",
-                        [this, self, finish, session_id = rec.id](std::shared_ptr<kernel> k,
+                        [this, self, finish, session_id = rec.id](const std::shared_ptr<kernel>& k,
                                                                   std::optional<domain_error> err) mutable {
                           if (err) return self->reply(self->error(*err));
                           watch(k);
@@ -135,7 +135,7 @@ void router::patch_session(context& ctx, const std::string& id) {
       const std::string old_kernel = s->kernel_id;
       return kernels_.start_kernel(
           kname, {}, ctx.who, "",
-          [this, self, id, old_kernel](std::shared_ptr<kernel> k, std::optional<domain_error> err) {
+          [this, self, id, old_kernel](const std::shared_ptr<kernel>& k, std::optional<domain_error> err) {
             if (err) return self->reply(self->error(*err));
             auto* rec = sessions_.find(id);
             if (!rec) return self->reply(self->error(http::status::not_found, "Session was deleted"));

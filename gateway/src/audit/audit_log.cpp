@@ -84,7 +84,7 @@ void audit_log::write_line(const std::string& text) {
       ++dropped_;
       if (!failing_)
         log::error("audit_write_failed", {{"path", path_.string()},
-                                          {"error", std::strerror(err)},
+                                          {"error", std::generic_category().message(err)},
                                           {"note", "audit lines are dropped until a write succeeds"}});
       failing_ = true;
       return;

@@ -26,7 +26,7 @@ void client_hub::join(const std::shared_ptr<kernel_client>& client) {
 }
 
 void client_hub::leave(const std::shared_ptr<kernel_client>& client,
-                       std::vector<std::shared_ptr<outgoing>> unsent) {
+                       const std::vector<std::shared_ptr<outgoing>>& unsent) {
   std::erase(clients_, client);
   const auto& session = client->session_id();
   if (session.empty()) return;

@@ -37,7 +37,8 @@ class client_hub {
   // A client leaves. `unsent`: messages it had not received; with the
   // kernel's output from now on they wait in its session's replay buffer,
   // unless another connection of that session is still here.
-  void leave(const std::shared_ptr<kernel_client>& client, std::vector<std::shared_ptr<outgoing>> unsent);
+  void leave(const std::shared_ptr<kernel_client>& client,
+             const std::vector<std::shared_ptr<outgoing>>& unsent);
   // iopub: to every client, and into every replay buffer.
   void broadcast(const std::shared_ptr<outgoing>& out);
   // A reply (shell, control, stdin) to the client whose request is its

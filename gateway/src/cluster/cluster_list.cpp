@@ -43,7 +43,7 @@ void list_across(boost::asio::io_context& io, const std::vector<peer>& peers, co
   if (!authorization.empty()) headers.emplace_back("Authorization", authorization);
   for (std::size_t i = 0; i < peers.size(); ++i) {
     g->nodes.push_back(peers[i].node);
-    http_get(io, peers[i], target, headers, timeout, [g, i, node = peers[i].node](http_reply r) {
+    http_get(io, peers[i], target, headers, timeout, [g, i, node = peers[i].node](const http_reply& r) {
       json part = r.error || r.status != 200 ? json() : parse_json(r.body);
       if (!part.is_array()) {
         log::warn("peer_list_missing",

@@ -47,14 +47,15 @@ struct get_op : std::enable_shared_from_this<get_op> {
     deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (!ec) self->fail(asio::error::timed_out);
     });
-    resolver.async_resolve(to.host, to.port,
-                           [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
-                             if (ec) return self->fail(ec);
-                             self->stream.async_connect(r, [self](beast::error_code e, const tcp::endpoint&) {
-                               if (e) return self->fail(e);
-                               self->write();
-                             });
-                           });
+    resolver.async_resolve(
+        to.host, to.port,
+        [self = shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
+          if (ec) return self->fail(ec);
+          self->stream.async_connect(r, [self](beast::error_code e, const tcp::endpoint&) {
+            if (e) return self->fail(e);
+            self->write();
+          });
+        });
   }
   void write() {
     http::async_write(stream, req, [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -71,8 +72,9 @@ struct get_op : std::enable_shared_from_this<get_op> {
 }  // namespace
 
 void http_get(asio::io_context& io, const peer& to, const std::string& target,
-              std::vector<std::pair<std::string, std::string>> headers, std::chrono::milliseconds timeout,
-              std::function<void(http_reply)> done, std::uint64_t max_body_bytes) {
+              const std::vector<std::pair<std::string, std::string>>& headers,
+              std::chrono::milliseconds timeout, std::function<void(http_reply)> done,
+              std::uint64_t max_body_bytes) {
   auto op = std::make_shared<get_op>(io, std::move(done));
   op->req.method(http::verb::get);
   op->req.target(to.base + target);

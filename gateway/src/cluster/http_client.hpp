@@ -25,7 +25,8 @@ struct http_reply {
 // `done` runs exactly once, on `io`, at the latest when `timeout` has passed.
 // Bodies past `max_body_bytes` fail the request.
 void http_get(boost::asio::io_context& io, const peer& to, const std::string& target,
-              std::vector<std::pair<std::string, std::string>> headers, std::chrono::milliseconds timeout,
-              std::function<void(http_reply)> done, std::uint64_t max_body_bytes = 64ull << 20);
+              const std::vector<std::pair<std::string, std::string>>& headers,
+              std::chrono::milliseconds timeout, std::function<void(http_reply)> done,
+              std::uint64_t max_body_bytes = 64ull << 20);
 
 }  // namespace sandgate::gateway

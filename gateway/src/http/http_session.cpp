@@ -78,6 +78,7 @@ void http_session<Stream>::on_header(beast::error_code ec) {
 constexpr std::uint64_t max_dropped_upload_bytes = 64ull * 1024 * 1024;
 
 template <class Stream>
+// NOLINTNEXTLINE(performance-unnecessary-value-param): a sink, moved into upload_
 void http_session<Stream>::read_upload(std::shared_ptr<router::upload_job> job,
                                        std::optional<http::message_generator> refusal) {
   upload_ = std::make_unique<upload_state>(std::move(*header_parser_));

@@ -320,7 +320,7 @@ void ws_session<Stream>::end(bool written_arrives) {
   queue_.clear();
   queued_bytes_ = 0;
   if (holding_) release_kernel();
-  kernel_->leave(this->shared_from_this(), std::move(unsent));
+  kernel_->leave(this->shared_from_this(), unsent);
   log::info("websocket_closed", {{"kernel_id", kernel_->id()}, {"session_id", session_id_}});
 }
 

@@ -211,10 +211,9 @@ bool execution_log::on_message(protocol::channel ch, const protocol::message& ms
       const auto full = [&](const std::string& text) { return text.size() >= limits_.max_stream_bytes; };
       // Text for a stream that is already full is not even read; with both
       // full, neither is the name.
-      if (full(r.stdout_text) && full(r.stderr_text)) {
-        r.truncated = true;
-      } else if ((full(r.stdout_text) || full(r.stderr_text)) &&
-                 full(is_stderr(msg.content) ? r.stderr_text : r.stdout_text)) {
+      const bool both_full = full(r.stdout_text) && full(r.stderr_text);
+      if (both_full || ((full(r.stdout_text) || full(r.stderr_text)) &&
+                        full(is_stderr(msg.content) ? r.stderr_text : r.stdout_text))) {
         r.truncated = true;
       } else if (protocol::read_members(msg.content, m) && m[1].string) {
         auto& text = m[0].string == "stderr" ? r.stderr_text : r.stdout_text;

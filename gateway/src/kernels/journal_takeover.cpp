@@ -76,8 +76,8 @@ void journal_takeover::forget() {
   timer_.cancel();
 }
 
-void journal_takeover::read(const std::filesystem::path& base, std::size_t limit, protocol::signer signer,
-                            read_handler done) {
+void journal_takeover::read(const std::filesystem::path& base, std::size_t limit,
+                            const protocol::signer& signer, const read_handler& done) {
   reads_ = 0;
   read_again(base, limit, signer, done);
 }

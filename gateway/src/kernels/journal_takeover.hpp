@@ -54,7 +54,8 @@ class journal_takeover : public std::enable_shared_from_this<journal_takeover> {
   // `limit` bytes; what is not signed by `signer` is left out) once it holds
   // the first held live message (the kernel writes it from a subscriber of
   // its own, which may lag), records it, then what came live meanwhile.
-  void read(const std::filesystem::path& base, std::size_t limit, protocol::signer signer, read_handler done);
+  void read(const std::filesystem::path& base, std::size_t limit, const protocol::signer& signer,
+            const read_handler& done);
   // The kernel ended or restarted: nothing is taken up.
   void forget();
 

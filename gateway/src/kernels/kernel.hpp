@@ -11,10 +11,10 @@
 #include "../bridge/client_hub.hpp"
 #include "../bridge/input_flow.hpp"
 #include "../bridge/output_budget.hpp"
+#include "../sandboxes/sandbox.hpp"
 #include "executions.hpp"
 #include "kernel_options.hpp"
 #include "own_requests.hpp"
-#include "../sandboxes/sandbox.hpp"
 #include "zmq_channel.hpp"
 
 #include <jupyter_protocol/connection_file.hpp>
@@ -110,7 +110,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // `unsent`: messages the client had not received; they go first into the
   // session's replay buffer.
   void leave(const std::shared_ptr<kernel_client>& client,
-             std::vector<std::shared_ptr<outgoing>> unsent = {});
+             const std::vector<std::shared_ptr<outgoing>>& unsent = {});
   // A client's message for the kernel. False: the kernel's input is behind,
   // and the client reads no more until its resume_input() is called.
   [[nodiscard]] bool from_client(const std::shared_ptr<kernel_client>& client, protocol::channel ch,

@@ -309,7 +309,7 @@ void kernel_manager::shutdown_kernel(const std::string& id, std::function<void()
   });
 }
 
-void kernel_manager::delete_sandbox(const std::string& sandbox_id, std::function<void()> done) {
+void kernel_manager::delete_sandbox(const std::string& sandbox_id, const std::function<void()>& done) {
   auto s = sandboxes_.find(sandbox_id);
   if (!s) return done();
   if (auto it = reserved_.find(sandbox_id); it != reserved_.end()) {
@@ -325,7 +325,7 @@ void kernel_manager::delete_sandbox(const std::string& sandbox_id, std::function
   done();
 }
 
-void kernel_manager::shutdown_all(std::function<void()> done) {
+void kernel_manager::shutdown_all(const std::function<void()>& done) {
   end_unclaimed();
   auto remaining = std::make_shared<std::size_t>(kernels_.size());
   if (*remaining == 0) return done();

@@ -3,10 +3,10 @@
 // lookup by id and owner, shutdown, and reaping of host child processes.
 
 #include "../auth/principal.hpp"
+#include "../sandboxes/sandbox_manager.hpp"
 #include "../util/memory_release.hpp"
 #include "kernel.hpp"
 #include "kernel_pool.hpp"
-#include "../sandboxes/sandbox_manager.hpp"
 
 #include <gateway/config.hpp>
 #include <gateway/kernelspec.hpp>
@@ -39,7 +39,7 @@ class kernel_manager {
   void restore();
   // For a stop that leaves sandboxes running: kernels on the host are shut
   // down (they cannot outlive the gateway), sandboxed ones left running.
-  void leave_all_running(std::function<void()> done);
+  void leave_all_running(const std::function<void()>& done);
 
   // In the sandbox `sandbox_id` (the caller's), or in a fresh sandbox of the
   // default policy that ends with the kernel when it is empty.
@@ -55,7 +55,7 @@ class kernel_manager {
                                                             const std::string& msg_id) const;
   [[nodiscard]] std::vector<std::shared_ptr<kernel>> list() const;
   void shutdown_kernel(const std::string& id, std::function<void()> done);
-  void shutdown_all(std::function<void()> done);
+  void shutdown_all(const std::function<void()>& done);
 
   [[nodiscard]] std::string default_kernel_name() const;
   [[nodiscard]] kernelspec_catalog& specs() noexcept { return specs_; }
@@ -66,7 +66,7 @@ class kernel_manager {
   // The kernels' output held in memory, against its budget.
   [[nodiscard]] const output_budget& output() const noexcept { return *output_; }
   // Ends every kernel of a sandbox, then the sandbox (DELETE /api/sandboxes/{id}).
-  void delete_sandbox(const std::string& sandbox_id, std::function<void()> done);
+  void delete_sandbox(const std::string& sandbox_id, const std::function<void()>& done);
 
   // The operator let this kernelspec ("*": every one) run outside a sandbox.
   [[nodiscard]] bool unsandboxed(const std::string& kernel_name) const;

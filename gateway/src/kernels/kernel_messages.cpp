@@ -115,9 +115,9 @@ void kernel::join(const std::shared_ptr<kernel_client>& client) {
 }
 
 void kernel::leave(const std::shared_ptr<kernel_client>& client,
-                   std::vector<std::shared_ptr<outgoing>> unsent) {
+                   const std::vector<std::shared_ptr<outgoing>>& unsent) {
   if (phase_ == phase::ended) return;
-  clients_.leave(client, std::move(unsent));
+  clients_.leave(client, unsent);
 }
 
 void kernel::hold_output() {

@@ -88,7 +88,7 @@ void kernel_manager::end_unclaimed() {
     k->terminate("the gateway stops");
 }
 
-void kernel_manager::leave_all_running(std::function<void()> done) {
+void kernel_manager::leave_all_running(const std::function<void()>& done) {
   end_unclaimed();
   std::vector<std::shared_ptr<kernel>> host;
   for (const auto& k : list()) {

@@ -117,9 +117,7 @@ const kernelspec* kernelspec_catalog::find(const std::string& name) const {
 
 std::vector<fs::path> kernelspec_catalog::default_dirs(const std::vector<fs::path>& extra,
                                                        const fs::path& exe_dir) {
-  std::vector<fs::path> dirs;
-  for (const auto& e : extra)
-    dirs.push_back(e);
+  std::vector<fs::path> dirs(extra);
   if (const char* jp = std::getenv("JUPYTER_PATH")) {
     std::stringstream ss(jp);
     for (std::string item; std::getline(ss, item, ':');)

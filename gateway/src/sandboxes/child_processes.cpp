@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <cstring>
+#include <system_error>
 
 namespace sandgate::gateway {
 namespace {
@@ -59,7 +60,7 @@ pid_t spawn_child(const spawn_spec& spec, std::string& error) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    error = "posix_spawn(" + spec.argv[0] + "): " + std::strerror(rc);
+    error = "posix_spawn(" + spec.argv[0] + "): " + std::generic_category().message(rc);
     return -1;
   }
   return pid;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <system_error>
 
 namespace sandgate::gateway {
 namespace asio = boost::asio;
@@ -40,7 +41,8 @@ egress_proxy::~egress_proxy() {
 void egress_proxy::spawn() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-    log::error("egress_proxy_failed", {{"error", std::string("socketpair: ") + std::strerror(errno)}});
+    log::error("egress_proxy_failed",
+               {{"error", std::string("socketpair: ") + std::generic_category().message(errno)}});
     return;
   }
   // Far from 3, so that the spawn's dup2 to 3 always clears close-on-exec.

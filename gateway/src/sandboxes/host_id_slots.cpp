@@ -17,10 +17,11 @@ namespace {
 // another open file holds it.
 sandboxing::unique_fd try_lock(const std::filesystem::path& path) {
   sandboxing::unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) throw std::runtime_error("open(" + path.string() + "): " + std::strerror(errno));
+  if (!fd) throw std::runtime_error("open(" + path.string() + "): " + std::generic_category().message(errno));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return fd;
   if (errno == EWOULDBLOCK) return {};
-  throw std::runtime_error("flock(" + path.string() + ", LOCK_EX|LOCK_NB): " + std::strerror(errno));
+  throw std::runtime_error("flock(" + path.string() +
+                           ", LOCK_EX|LOCK_NB): " + std::generic_category().message(errno));
 }
 
 }  // namespace

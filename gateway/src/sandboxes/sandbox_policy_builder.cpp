@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <string_view>
+#include <system_error>
 
 namespace sandgate::gateway {
 namespace fs = std::filesystem;
@@ -105,7 +106,7 @@ std::optional<domain_error> sandbox_policy_builder::write(const sb::policy& p, c
   out.close();
   if (ec || !out)
     return domain_error{fault::internal, "cannot write the sandbox's policy " + path.string() + ": " +
-                                             (ec ? ec.message() : std::strerror(errno))};
+                                             (ec ? ec.message() : std::generic_category().message(errno))};
   return std::nullopt;
 }
 

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <system_error>
 
 namespace sandgate::gateway {
 namespace ctl = sandboxing::control;
@@ -40,7 +41,8 @@ void supervised_sandbox::start() {
               mount_opts.c_str()) == 0)
     run_dir_mounted_ = true;
   else
-    log::warn("run_dir_not_size_limited", {{"sandbox_id", opts_.id}, {"error", std::strerror(errno)}});
+    log::warn("run_dir_not_size_limited",
+              {{"sandbox_id", opts_.id}, {"error", std::generic_category().message(errno)}});
   std::filesystem::create_directories(opts_.control_path.parent_path());
   spawn_spec spec;
   spec.argv = {opts_.program.string(),

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace sandgate::gateway {
 
@@ -122,7 +123,8 @@ domain_error errno_file_error(int error, const std::string& what, const std::str
     case EROFS:
       return {fault::forbidden, "Not allowed to " + what + " " + shown};
     default:
-      return {fault::internal, "Cannot " + what + " " + shown + ": " + std::strerror(error)};
+      return {fault::internal,
+              "Cannot " + what + " " + shown + ": " + std::generic_category().message(error)};
   }
 }
 

@@ -205,7 +205,7 @@ const std::vector<option>& options() {
 #undef SG_STR
 #undef SG_FLAG
 
-std::string env_name(std::string name) {
+std::string env_name(const std::string& name) {
   std::string out = "SANDGATE_";
   for (char ch : name)
     out.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));

@@ -20,6 +20,7 @@ namespace sandgate::protocol {
 
 inline constexpr std::string_view v1_subprotocol = "v1.kernel.websocket.jupyter.org";
 
+// stdin_: stdin is a macro. NOLINTNEXTLINE(readability-identifier-naming)
 enum class channel { shell, iopub, stdin_, control, hb };
 
 [[nodiscard]] std::string_view to_string(channel c) noexcept;

@@ -95,7 +95,7 @@ void dns_lookup::do_receive() {
   });
 }
 
-void dns_lookup::finish(std::string error) {
+void dns_lookup::finish(const std::string& error) {
   if (finished_) return;
   finished_ = true;
   error_code ignored;

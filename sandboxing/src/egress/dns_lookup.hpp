@@ -43,7 +43,7 @@ class dns_lookup : public std::enable_shared_from_this<dns_lookup> {
   void send_unanswered();
   void arm_timer();
   void do_receive();
-  void finish(std::string error);
+  void finish(const std::string& error);
 
   boost::asio::ip::udp::socket socket_;
   boost::asio::ip::udp::endpoint server_;

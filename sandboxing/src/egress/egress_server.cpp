@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "proxy_connection.hpp"
 
@@ -30,7 +31,7 @@ int listen_at(const std::filesystem::path& path, std::string& error) {
   std::strcpy(addr.sun_path, path.c_str());
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    error = std::string("socket(AF_UNIX): ") + std::strerror(errno);
+    error = std::string("socket(AF_UNIX): ") + std::generic_category().message(errno);
     return -1;
   }
   ::unlink(path.c_str());
@@ -39,7 +40,8 @@ int listen_at(const std::filesystem::path& path, std::string& error) {
   const int bind_errno = errno;
   ::umask(old);
   if (rc != 0 || ::listen(fd, 128) != 0) {
-    error = "bind/listen(" + path.string() + "): " + std::strerror(rc != 0 ? bind_errno : errno);
+    error = "bind/listen(" + path.string() +
+            "): " + std::generic_category().message(rc != 0 ? bind_errno : errno);
     ::close(fd);
     return -1;
   }

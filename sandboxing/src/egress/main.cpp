@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     name_resolver names(io, hosts_file, resolver);
     std::unique_ptr<control_channel> control;
-    egress_server server(io, names, [&](nlohmann::json event) { control->send(event); });
+    egress_server server(io, names, [&](const nlohmann::json& event) { control->send(event); });
     auto stop = [&] {
       server.remove_all();
       io.stop();

@@ -94,13 +94,14 @@ void proxy_connection::on_header(const error_code& ec) {
     candidates_ = {*literal};
     return connect_next();
   }
-  server_.resolver().resolve(target_.host,
-                             [self = shared_from_this()](std::string why, std::vector<sb::ip_address> found) {
-                               self->on_resolved(std::move(why), std::move(found));
-                             });
+  server_.resolver().resolve(
+      target_.host,
+      [self = shared_from_this()](const std::string& why, const std::vector<sb::ip_address>& found) {
+        self->on_resolved(why, found);
+      });
 }
 
-void proxy_connection::on_resolved(std::string error, std::vector<sb::ip_address> addresses) {
+void proxy_connection::on_resolved(const std::string& error, const std::vector<sb::ip_address>& addresses) {
   if (done_) return;
   if (!error.empty()) return refuse(502, error);
   // The policy may have changed while the name was being resolved.

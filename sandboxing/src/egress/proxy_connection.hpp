@@ -49,7 +49,7 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
 
  private:
   void on_header(const boost::system::error_code& ec);
-  void on_resolved(std::string error, std::vector<sandboxing::ip_address> addresses);
+  void on_resolved(const std::string& error, const std::vector<sandboxing::ip_address>& addresses);
   void connect_next();
   void on_connected();
   void refuse(unsigned status, const std::string& reason);
