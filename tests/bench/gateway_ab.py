@@ -11,7 +11,8 @@ Each round starts a fresh gateway and runs, through it:
   gateway_ab.py --a BUILD_DIR --b BUILD_DIR [--rounds 3] [--stream-mib 50]
                 [--executes 2000] [--label-a before] [--label-b after]
 
-Prints a Markdown table of every round's numbers. Nothing is built here;
+Prints a Markdown table of every round's numbers and their medians; the
+gateway's CPU is its threads' schedstat run time over the timed part. Nothing is built here;
 each build dir needs bin/sandgate, and build A also tests/bench/gateway_bench
 and bin/sandgate-python.
 """
@@ -21,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,7 +73,9 @@ def one_round(build, bench, kernelspec_dir, stream_mib, executes):
         proc.wait(30)
         subprocess.run(["rm", "-rf", state], check=False)
     return {"stream_mb_s": stream["stream"]["mb_s"], "p50_ms": execute["execute"]["p50_ms"],
-            "per_s": execute["execute"]["per_s"]}
+            "per_s": execute["execute"]["per_s"],
+            "cpu_us_per_exec": execute["execute"].get("server_cpu_us_per_exec_schedstat", float("nan")),
+            "cpu_ms_per_mib": stream["stream"].get("server_cpu_us_per_mib_schedstat", float("nan")) / 1000}
 
 
 def main():
@@ -92,12 +96,18 @@ def main():
             r = one_round(build, bench, kernelspecs, args.stream_mib, args.executes)
             results[label].append(r)
             print(f"round {i + 1} {label}: {r}", file=sys.stderr, flush=True)
-    print("| gateway | stream (MB/s) | execute p50 (ms) | executes/s |")
-    print("|---|---|---|---|")
+    columns = (("stream (MB/s)", "stream_mb_s", "{:.0f}"), ("execute p50 (ms)", "p50_ms", "{:.3f}"),
+               ("executes/s", "per_s", "{:.0f}"), ("gateway CPU per execute (µs)", "cpu_us_per_exec", "{:.0f}"),
+               ("gateway CPU per MiB of stream (ms)", "cpu_ms_per_mib", "{:.2f}"))
+    print("| gateway | " + " | ".join(title for title, _, _ in columns) + " |")
+    print("|---|" + "---|" * len(columns))
     for label, rounds in results.items():
-        print(f"| {label} | " + ", ".join(f"{r['stream_mb_s']:.0f}" for r in rounds) + " | " +
-              ", ".join(f"{r['p50_ms']:.3f}" for r in rounds) + " | " +
-              ", ".join(f"{r['per_s']:.0f}" for r in rounds) + " |")
+        cells = []
+        for _, key, fmt in columns:
+            values = [r[key] for r in rounds]
+            cells.append(", ".join(fmt.format(v) for v in values) + " (median " +
+                         fmt.format(statistics.median(values)) + ")")
+        print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
