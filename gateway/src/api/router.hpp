@@ -4,9 +4,9 @@
 // {"reason", "message"}; client faults get a 4xx, never a 500.
 
 #include "../audit/audit_log.hpp"
-#include "../audit/execution_audit.hpp"
 #include "../auth/authenticator.hpp"
 #include "../cluster/peer_directory.hpp"
+#include "../kernels/execution_audit.hpp"
 #include "../kernels/kernel_manager.hpp"
 #include "../sandboxes/workspace_files.hpp"
 #include "sessions.hpp"

@@ -1,6 +1,6 @@
 #include "execution_audit.hpp"
 
-#include "../kernels/kernel.hpp"
+#include "kernel.hpp"
 
 #include <boost/asio/post.hpp>
 

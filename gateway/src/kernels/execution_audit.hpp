@@ -4,8 +4,8 @@
 // and a digest of the code it sent; the line is written just after the
 // record ends, once that caller (told synchronously) had its say.
 
-#include "../kernels/executions.hpp"
-#include "audit_log.hpp"
+#include "../audit/audit_log.hpp"
+#include "executions.hpp"
 
 #include <boost/asio/io_context.hpp>
 
