@@ -5,8 +5,8 @@
 // of an earlier generation is ignored. Its files in the sandbox's run dir
 // (connection file, ipc sockets, iopub journal) share one short name.
 
-#include "kernel_options.hpp"
 #include "../sandboxes/sandbox.hpp"
+#include "kernel_options.hpp"
 
 #include <jupyter_protocol/connection_file.hpp>
 
