@@ -14,7 +14,8 @@ reply, in order, and the gateway holds no backlog.
 import threading
 import unittest
 
-from sandgate_fixture import Closed, Deadline, GatewayTestCase, has_sandgate_python, stream_text, wait_until
+from sandgate_fixture import (Closed, Deadline, GatewayTestCase, has_sandgate_python, rss_kib, stream_text,
+                              wait_until)
 
 LINES = 512  # 32 MiB of output, one 64 KiB line per write
 LINE = 65536
@@ -22,14 +23,6 @@ CODE = ("import sys\n"
         f"for i in range({LINES}):\n"
         f"    sys.stdout.write('%06d' % i + 'x' * {LINE - 7} + '\\n')\n")
 EXPECTED = "".join("%06d" % i + "x" * (LINE - 7) + "\n" for i in range(LINES))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 def cpu_ticks(pids):
@@ -50,18 +43,8 @@ def execute_request(ks, code):
         "allow_stdin": False, "stop_on_error": False})
 
 
-class FlowControlCase(GatewayTestCase):
-    def metric(self, name):
-        r = self.gw.request("GET", "metrics")
-        self.assertEqual(r.status, 200, r)
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError(f"/metrics has no {name}")
-
-
 @unittest.skipUnless(has_sandgate_python(), "sandgate-python is not built")
-class ALateReader(FlowControlCase):
+class ALateReader(GatewayTestCase):
     gateway_args = ("--client-stall-timeout-s", "60")
 
     def test_holds_the_kernel_back_and_gets_everything(self):
@@ -95,7 +78,7 @@ class ALateReader(FlowControlCase):
 
 
 @unittest.skipUnless(has_sandgate_python(), "sandgate-python is not built")
-class AStalledClient(FlowControlCase):
+class AStalledClient(GatewayTestCase):
     gateway_args = ("--client-stall-timeout-s", "2")
 
     def test_is_closed_and_the_other_client_gets_everything(self):
@@ -152,7 +135,7 @@ class Sender(threading.Thread):
 
 
 @unittest.skipUnless(has_sandgate_python(), "sandgate-python is not built")
-class AFastSender(FlowControlCase):
+class AFastSender(GatewayTestCase):
     REQUESTS = 20000
     PAD = "p" * 8192  # 160 MiB in all: the gateway would notice holding them
 

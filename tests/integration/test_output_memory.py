@@ -15,7 +15,7 @@ import unittest
 
 import websocket
 
-from sandgate_fixture import Deadline, GatewayTestCase, decode_v1, has_sandgate_python, stream_text
+from sandgate_fixture import Deadline, GatewayTestCase, decode_v1, has_sandgate_python, rss_kib, stream_text
 
 MIB = 1024 * 1024
 OUTPUTS = 64
@@ -35,11 +35,7 @@ BIG_CELL = (
 
 
 def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for {pid}")
+    return rss_kib(pid) * 1024
 
 
 class RssSampler(threading.Thread):
@@ -65,14 +61,6 @@ class RssSampler(threading.Thread):
 class OutputBudget(GatewayTestCase):
     gateway_args = ("--output-memory-limit-bytes", str(BUDGET), "--max-message-bytes", str(CAP),
                     "--client-stall-timeout-s", "120")
-
-    def metric(self, name):
-        r = self.gw.request("GET", "metrics")
-        self.assertEqual(r.status, 200, r)
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError(f"/metrics has no {name}")
 
     def test_64_outputs_of_100_mib_to_a_slow_reader_stay_within_the_budget(self):
         self.assertEqual(self.metric("sandgate_output_memory_limit_bytes"), BUDGET)

@@ -931,6 +931,15 @@ def result_text(msgs):
     return None
 
 
+def rss_kib(pid):
+    """A process's resident memory (VmRSS), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
 class GatewayTestCase(unittest.TestCase):
     """One gateway per test class (started in setUpClass), stopped at the end
     with a check that SIGTERM ends it promptly and cleanly."""
@@ -951,6 +960,15 @@ class GatewayTestCase(unittest.TestCase):
                 raise AssertionError(f"sandgate exited {code} on SIGTERM; log {cls.gw.log_path}")
             if taken > 12:
                 raise AssertionError(f"sandgate took {taken:.1f} s to stop")
+
+    def metric(self, name):
+        """The value of one unlabelled metric in the gateway's /metrics."""
+        r = self.gw.request("GET", "metrics")
+        self.assertEqual(r.status, 200, r)
+        for line in r.body.decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError(f"/metrics has no {name}")
 
     def assertError(self, r, status):
         self.assertEqual(r.status, status, r)
