@@ -163,6 +163,7 @@ void to_json(json& j, const ready_event& m) {
        {"expires_at", m.expires_at},
        {"max_execution_s", m.max_execution_s},
        {"children", m.children}};
+  if (m.egress_fd) j["egress_fd"] = *m.egress_fd;
 }
 
 void from_json(const json& j, ready_event& m) {
@@ -174,6 +175,7 @@ void from_json(const json& j, ready_event& m) {
   m.expires_at = j.at("expires_at").get<std::int64_t>();
   m.max_execution_s = j.value("max_execution_s", std::uint64_t{0});
   m.children = j.value("children", std::vector<std::string>{});
+  if (j.contains("egress_fd")) m.egress_fd = j.at("egress_fd").get<int>();
 }
 
 void to_json(json& j, const exit_event& m) {

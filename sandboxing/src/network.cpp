@@ -13,7 +13,7 @@
 namespace sandgate::sandboxing {
 
 void setup_network(network_mode mode) {
-  // Egress goes through the forwarder on 127.0.0.1: lo must be up for it too.
+  // Egress goes through 127.0.0.1:3128: lo must be up for it too.
   if (mode == network_mode::none) return;
   unique_fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd) throw sys_error("socket(AF_INET, SOCK_DGRAM)", errno);

@@ -66,19 +66,18 @@ int supervisor::run() {
   watch(ttl_timer_.get(), EPOLLIN);
   watch(child_timer_.get(), EPOLLIN);
   if (config_.listen_fd >= 0) watch(config_.listen_fd, EPOLLIN);
-  if (config_.egress_port != 0) {
-    forwarder_ = std::make_unique<egress_forwarder>(egress_forwarder::reserve(config_.egress_port),
-                                                    config_.egress_socket);
-    watch(forwarder_->fd(), EPOLLIN);
-  } else if (config_.listen_fd >= 0) {
-    // Egress may be opened later (open_egress): the port is kept for it.
+  if (config_.egress_port != 0 || config_.listen_fd >= 0) {
+    // Egress may also be opened later (open_egress): the port is kept for it.
     try {
-      egress_reserved_ = egress_forwarder::reserve(egress_proxy_port);
+      egress_.emplace(config_.egress_port != 0 ? config_.egress_port : egress_proxy_port);
+      if (config_.egress_port != 0) egress_->listen();
     } catch (const std::exception& e) {
+      if (config_.egress_port != 0) throw;
       std::fprintf(stderr, "sandgate-sandbox: %s: the egress port stays free: %s\n", config_.id.c_str(),
                    e.what());
     }
   }
+  update_egress_interest();
   oom_kills_seen_ = read_oom_kill_count(config_.oom_counter_fd);
 
   keep_heap_small();
@@ -114,8 +113,8 @@ int supervisor::run() {
         on_child_timer();
       } else if (fd == config_.listen_fd) {
         on_accept();
-      } else if (forwarder_ && fd == forwarder_->fd()) {
-        forwarder_->on_ready();
+      } else if (egress_ && fd == egress_->fd()) {
+        egress_->refuse_waiting();
       } else if (connection_ && fd == connection_->fd()) {
         on_connection(events[i].events);
       } else if (const auto it = child_fds_.find(fd); it != child_fds_.end()) {
@@ -125,6 +124,7 @@ int supervisor::run() {
     if (exit_code_) break;
     update_output_interest();
     update_connection_interest();
+    update_egress_interest();
     if (deadlines_changed_) arm_child_timer();
   }
   return *exit_code_;
@@ -206,6 +206,7 @@ void supervisor::on_accept() {
   ready.host_gid = config_.host_gid;
   ready.expires_at = expires_at_;
   ready.max_execution_s = config_.max_execution_s;
+  if (egress_) ready.egress_fd = egress_->fd();
   for (const auto& [id, child] : children_)
     ready.children.push_back(id);
   connection_->send(json(ready));
@@ -236,6 +237,17 @@ void supervisor::on_connection(std::uint32_t events) {
     if (exit_code_ || !connection_) return;
     if (!open || connection_->broken()) return drop_connection();
   }
+}
+
+void supervisor::update_egress_interest() {
+  const bool wanted = egress_ && egress_->listening() && !connection_;
+  if (wanted == egress_watched_) return;
+  if (wanted) {
+    watch(egress_->fd(), EPOLLIN);
+  } else {
+    unwatch(egress_->fd());
+  }
+  egress_watched_ = wanted;
 }
 
 // EPOLLOUT only while something waits to be sent (level-triggered).

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_cgroups.hpp"
-#include "egress_forwarder.hpp"
+#include "egress_port.hpp"
 #include "sandboxing/control_connection.hpp"
 #include "sandboxing/control_protocol.hpp"
 #include "sandboxing/supervisor.hpp"
@@ -58,6 +58,8 @@ class supervisor {
   void update_connection_interest();
   void send_event(json message);  // queued while no gateway is connected
   void drop_connection();
+  // The supervisor answers egress connections itself only while no gateway is connected.
+  void update_egress_interest();
   void set_ttl(std::int64_t expires_at);
 
   // supervisor_requests.cpp
@@ -66,7 +68,7 @@ class supervisor {
   control::reply do_signal(const json& message);
   control::reply do_kill(const json& message);
   control::reply do_extend(const json& message);
-  // Egress opened while the sandbox runs: lo up, the forwarder listening,
+  // Egress opened while the sandbox runs: lo up, 127.0.0.1:3128 listening,
   // the proxy's variables in every later spawn. Idempotent.
   control::reply do_open_egress(const json& message);
   void finish(int code);
@@ -97,8 +99,8 @@ class supervisor {
   unique_fd child_timer_;
   child_cgroups cgroups_;
   std::unique_ptr<control_connection> connection_;
-  std::unique_ptr<egress_forwarder> forwarder_;       // egress on: 127.0.0.1:3128 -> the proxy
-  unique_fd egress_reserved_;                         // egress off: 127.0.0.1:3128 bound, not listening
+  std::optional<egress_port> egress_;                 // 127.0.0.1:3128, listening once egress is on
+  bool egress_watched_ = false;                       // in the epoll set (no gateway connected)
   std::map<std::string, std::string> egress_env_;     // egress opened later: under every spawn's env
   bool connection_wants_out_ = false;                 // EPOLLOUT registered for the connection
   std::map<std::string, supervised_child> children_;  // named children, until their exit is reported

@@ -212,12 +212,14 @@ control::reply supervisor::do_extend(const json& message) {
 control::reply supervisor::do_open_egress(const json& message) {
   control::reply result;
   result.req = message.value("req", std::uint64_t{0});
-  if (!forwarder_) {
+  if (!egress_) {
+    result.error = "open_egress: 127.0.0.1:" + std::to_string(egress_proxy_port) +
+                   " could not be kept for egress when the sandbox started";
+    return result;
+  }
+  if (!egress_->listening()) {
     setup_network(network_mode::loopback);  // lo is down in a sandbox started with "none"
-    unique_fd bound =
-        egress_reserved_ ? std::move(egress_reserved_) : egress_forwarder::reserve(egress_proxy_port);
-    forwarder_ = std::make_unique<egress_forwarder>(std::move(bound), config_.egress_socket);
-    watch(forwarder_->fd(), EPOLLIN);
+    egress_->listen();
     egress_env_ = egress_proxy_env();
   }
   result.ok = true;

@@ -6,9 +6,12 @@ sandgate-sandbox over its control socket (as root).
 usage: test_commands.py SANDGATE_SANDBOX POLICY_JSON [unittest args]
 """
 import base64
+import ctypes
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -225,7 +228,10 @@ class extend_tests(unittest.TestCase):
                 time.sleep(0.5)
             self.assertTrue(s.client.request("ping")["ok"])
             self.assertIsNone(s.proc.poll(), "the outer process did not kill the extended sandbox")
+            poll_until(lambda: host_processes_with("/tmp/answer"), 30, "the probe to run")
             s.client.close()
+            # The probe ends once answered (its marker: the answer file's name); then a gateway comes back.
+            poll_until(lambda: not host_processes_with("/tmp/answer"), 30, "the probe to be answered")
             s.client = base.control_client(s.control)
             self.assertEqual(s.client.receive()["expires_at"], new)
 
@@ -306,26 +312,80 @@ except OSError as e:
 """]
 
 
+def copy_descriptor(pid, fd):
+    """A copy of descriptor fd of process pid (pidfd_getfd), as the gateway takes the egress socket."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        copy = libc.syscall(438, pidfd, fd, 0)  # SYS_pidfd_getfd, the same number on every architecture
+        if copy < 0:
+            raise OSError(ctypes.get_errno(), "pidfd_getfd")
+        return copy
+    finally:
+        os.close(pidfd)
+
+
 class egress_tests(unittest.TestCase):
-    def test_open_egress_brings_up_the_forwarder_and_the_proxy_variables(self):
+    def test_open_egress_listens_for_whoever_holds_the_socket_outside(self):
         with supervised() as s:  # the default policy: network "none"
             before = command(s.client, "before", EGRESS_PROBE).wait()
             self.assertEqual(bytes(before.stdout).decode().splitlines(), ["[]", "None", "101"])  # ENETUNREACH
             self.assertTrue(s.client.request("open_egress")["ok"])
             self.assertTrue(s.client.request("open_egress")["ok"])  # once open, it stays
+            # The socket the supervisor names, copied out as the gateway does for the egress proxy,
+            # and served here, outside the sandbox's network namespace.
+            listener = socket.socket(fileno=copy_descriptor(s.ready["pid"], s.ready["egress_fd"]))
+            self.addCleanup(listener.close)
+            listener.settimeout(10)  # it stays non-blocking: the supervisor shares the open file
+            self.assertEqual(listener.getsockname(), ("127.0.0.1", 3128))
+            requests = []
+
+            def serve():
+                conn, _ = listener.accept()
+                with conn:
+                    requests.append(conn.recv(200))
+                    conn.sendall(b"HTTP/1.1 204 Served Outside\r\n\r\n")
+            server = threading.Thread(target=serve)
+            server.start()
             after = command(s.client, "after", EGRESS_PROBE).wait()
-            # No proxy listens on the run dir's socket here: the forwarder says so.
+            server.join(10)
             self.assertEqual(bytes(after.stdout).decode().splitlines(),
                              ["['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']",
-                              "http://127.0.0.1:3128", "HTTP/1.1 503 Service Unavailable"], bytes(after.stderr))
+                              "http://127.0.0.1:3128", "HTTP/1.1 204 Served Outside"], bytes(after.stderr))
+            self.assertTrue(requests and requests[0].startswith(b"GET http://x.test/ HTTP/1.1"), requests)
+
+    def test_without_a_gateway_the_supervisor_answers_egress_503(self):
+        with supervised() as s:
+            self.assertTrue(s.client.request("open_egress")["ok"])
+            # The request waits in the backlog while a gateway is connected (its proxy would take
+            # it), and is answered by the supervisor once no gateway is: never a hang.
+            probe = ("import socket, traceback\ntry:\n"
+                     "    s = socket.create_connection((\"127.0.0.1\", 3128), timeout=30)\n"
+                     "    s.sendall(b\"GET http://x.test/ HTTP/1.1\\r\\nHost: x.test\\r\\n\\r\\n\")\n"
+                     "    answer = s.recv(300)\nexcept Exception:\n    answer = traceback.format_exc().encode()\n"
+                     "open(\"/tmp/answer\", \"wb\").write(answer)\n")
+            self.assertTrue(s.client.request("spawn", id="waiting", argv=["/usr/bin/python3", "-c", probe])["ok"])
+            poll_until(lambda: host_processes_with("/tmp/answer"), 30, "the probe to run")
+            s.client.close()
+            # The probe ends once answered (its marker: the answer file's name); then a gateway comes back.
+            poll_until(lambda: not host_processes_with("/tmp/answer"), 30, "the probe to be answered")
+            s.client = base.control_client(s.control)
+            self.assertEqual(s.client.receive()["event"], "ready")
+            exit_event = s.client.wait_event("exit", "waiting", timeout=40)
+            answer = command(s.client, "cat", ["/bin/cat", "/tmp/answer"]).wait()
+            self.assertEqual(exit_event.get("code"), 0, (exit_event, bytes(answer.stdout)))
+            head, _, body = bytes(answer.stdout).partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 503 Service Unavailable"), head)
+            self.assertIn(b"X-Sandgate-Egress: refused", head)
+            self.assertIn(b"no gateway is connected", body)
 
     def test_a_policy_value_wins_over_the_proxy_variables(self):
         policy = make_policy(env={"set": {"PATH": "/usr/bin:/bin", "HTTP_PROXY": "http://127.0.0.1:9"}})
         try:
             with supervised(policy) as s:
                 self.assertTrue(s.client.request("open_egress")["ok"])
-                c = command(s.client, "c", EGRESS_PROBE).wait()
-                self.assertEqual(bytes(c.stdout).decode().splitlines()[1], "http://127.0.0.1:9")
+                c = command(s.client, "c", ["/usr/bin/printenv", "HTTP_PROXY"]).wait()
+                self.assertEqual(bytes(c.stdout).decode(), "http://127.0.0.1:9\n")
         finally:
             os.unlink(policy)
 

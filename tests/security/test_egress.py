@@ -21,7 +21,7 @@ import unittest
 
 import egress_dns
 import egress_servers
-from sandgate_fixture import host_processes, parent_pid, wait_until
+from sandgate_fixture import host_processes, parent_pid, process_tree, wait_until
 from security_case import TEST_POLICY, SandboxTestCase
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
@@ -225,19 +225,18 @@ class Egress(SandboxTestCase):
         self.assertEqual(int(errno_), 101, r)  # ENETUNREACH: no route, nothing sent
         self.assertLess(float(seconds), 1.0)
 
-    def test_another_sandbox_cannot_use_the_socket(self):
-        socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
-        self.assertTrue(os.path.exists(socket_a))
-        r = self.cmd(self.b, f"python3 -c '\nimport os, socket\nprint(os.path.exists(\"{socket_a}\"))\n"
-                             f"s = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(\"{socket_a}\")\n"
-                             "    print(\"connected\")\nexcept OSError as e:\n    print(e.errno)'")
-        self.assertEqual(r["stdout"].split(), ["False", "2"], r)  # ENOENT: not in its mount namespace
-        # Its own socket serves its own policy: B does not get A's loopback cidr.
-        r = self.cmd(self.b, "python3 -c '\nimport socket\ns = socket.socket(socket.AF_UNIX)\n"
-                             "s.connect(\"/run/sandgate/egress.sock\")\n"
-                             f"s.sendall(b\"GET http://files.test:{P}/ HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n\")\n"
-                             "print(s.recv(4096).decode().splitlines()[0])'")
-        self.assertEqual(r["stdout"].strip(), "HTTP/1.1 403 Forbidden", r)
+    def test_each_sandbox_is_served_by_its_own_socket_only(self):
+        # The proxy accepts on each sandbox's own 127.0.0.1:3128, in that sandbox's network
+        # namespace: nothing else reaches it, no path in the sandbox's files names it, and the
+        # socket a connection came in on decides whose policy applies.
+        request = (f"GET http://files.test:{P}/ HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n")
+        raw = ("python3 -c \'\nimport socket\ns = socket.create_connection((\"127.0.0.1\", 3128))\n"
+               f"s.sendall(b\"{request}\")\nprint(s.recv(4096).decode().splitlines()[0])\'")
+        self.assertEqual(self.cmd(self.a, raw)["stdout"].strip(), "HTTP/1.1 200 OK")
+        self.assertEqual(self.cmd(self.b, raw)["stdout"].strip(), "HTTP/1.1 403 Forbidden")  # no loopback cidr
+        r = self.cmd(self.b, "find / -xdev -type s 2>/dev/null; ls -A /run/sandgate")
+        self.assertNotIn("egress", r["stdout"], r)
+        self.assertFalse(os.path.exists(os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")))
 
     # --- the ceiling and KERNEL_NETWORK -----------------------------------------------------
     def test_create_above_the_ceiling_is_403_naming_the_host(self):
@@ -444,30 +443,55 @@ class Egress(SandboxTestCase):
             self.assertIn(name, text)
 
     # --- a proxy that dies ------------------------------------------------------------------
-    def test_zz_a_proxy_that_dies_fails_closed_and_comes_back(self):
+    def in_sandbox_netns(self, sid):
+        """A host pid of a process in the sandbox's network namespace."""
+        own = os.readlink("/proc/self/ns/net")
+        outer = [pid for pid, cmd, _ in host_processes()
+                 if sid.encode() in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
+        for pid in process_tree(outer):
+            try:
+                if os.readlink(f"/proc/{pid}/ns/net") != own:
+                    return pid
+            except OSError:
+                continue
+        raise AssertionError(f"no process of sandbox {sid} found")
+
+    def test_zz_a_proxy_that_dies_is_restarted_and_serves_what_waited(self):
         pids = [pid for pid, cmd, _ in host_processes() if b"sandgate-egress" in cmd.split(b"\0")[0]
                 and parent_pid(pid) == self.gw.pid]
         self.assertEqual(len(pids), 1, pids)
-        socket_a = os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")
+        inside = self.in_sandbox_netns(self.a)
+        # A download in progress ends when the proxy that relayed it dies (reset, not a hang).
+        t, result = self.slow_download(self.a, "proxy-dies")
+        os.kill(pids[0], signal.SIGSTOP)
+        # A request made while the proxy cannot accept waits in the sandbox's socket's backlog,
+        # which nothing else can take from.
+        waited = {}
+        w = threading.Thread(target=lambda: waited.update(zip(("code", "body", "rc", "err"),
+                                                              self.curl(self.a, f"http://files.test:{P}/waited"))))
+        w.start()
+        wait_until(lambda: (waiting_connections(inside) or 0) >= 1, 20, "the request to wait in the backlog")
         os.kill(pids[0], signal.SIGKILL)
         wait_until(lambda: not os.path.exists(f"/proc/{pids[0]}/fd/0"), 5, "the proxy to die", 0.005)
-        # Until the gateway starts it again, the sandbox's socket answers nothing: closed, not open.
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(5)
-        try:
-            s.connect(socket_a)
-            s.sendall(f"GET http://files.test:{P}/ HTTP/1.1\r\nHost: files.test\r\n\r\n".encode())
-            answer = s.recv(100)
-        except OSError as e:
-            answer = e.errno
-        finally:
-            s.close()
-        self.assertFalse(isinstance(answer, bytes) and answer.startswith(b"HTTP/1.1 200"), answer)
-        wait_until(lambda: self.curl(self.a, f"http://files.test:{P}/back")[0] == 200, 10,
-                   "the restarted proxy to serve the sandbox again")
+        t.join(30)
+        self.assertFalse(t.is_alive(), "the download outlived the proxy")
+        self.assertLess(int(result["stdout"] or 0), 4096 * 1200, result)  # not the whole minute of it
+        w.join(40)
+        self.assertEqual((waited.get("code"), waited.get("rc")), (200, 0), waited)
+        self.assertEqual(waited["body"], f"hello from files.test:{P} /waited")
         self.assertGatewayUp()
         status, body = self.gw.request("GET", "metrics")
         self.assertIn("sandgate_egress_proxy_restarts_total 1", body.decode())
+
+
+def waiting_connections(pid, port=3128):
+    """Connections waiting to be accepted on 127.0.0.1:port in pid's network namespace."""
+    with open(f"/proc/{pid}/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # LISTEN
+                return int(fields[4].split(":")[1], 16)
+    return None
 
 
 if __name__ == "__main__":

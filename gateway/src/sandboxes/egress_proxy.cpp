@@ -74,8 +74,8 @@ void egress_proxy::spawn() {
     if (pid == pid_) on_exit(status);
   });
   do_read();
-  for (const auto& [id, message] : sets_)
-    send(message);
+  for (const auto& [id, set] : sets_)
+    send(set.message, set.listener.get());
 }
 
 void egress_proxy::on_exit(int status) {
@@ -96,15 +96,21 @@ void egress_proxy::on_exit(int status) {
 }
 
 void egress_proxy::set(const std::string& sandbox_id, const std::string& principal,
-                       const std::filesystem::path& socket, const json& policy) {
-  json message = {{"op", "set"},
-                  {"sandbox_id", sandbox_id},
-                  {"principal", principal},
-                  {"socket", socket.string()},
-                  {"policy", policy}};
-  sets_[sandbox_id] = message;
+                       sandboxing::unique_fd listener, const json& policy) {
+  auto& entry = sets_[sandbox_id];
+  if (listener) entry.listener = std::move(listener);
+  entry.message = {{"op", "set"},
+                   {"sandbox_id", sandbox_id},
+                   {"principal", principal},
+                   {"policy", policy},
+                   {"listener", static_cast<bool>(entry.listener)}};
   if (pid_ < 0) return start();  // a proxy that starts sends every set
-  send(message);
+  send(entry.message, entry.listener.get());
+}
+
+bool egress_proxy::has_listener(const std::string& sandbox_id) const {
+  const auto it = sets_.find(sandbox_id);
+  return it != sets_.end() && it->second.listener;
 }
 
 void egress_proxy::start() {
@@ -143,8 +149,17 @@ void egress_proxy::do_read() {
       });
 }
 
-void egress_proxy::send(const json& message) {
-  write_queue_.push_back(sandboxing::control::encode_frame(message));
+void egress_proxy::send(const json& message, int descriptor) {
+  frame f{sandboxing::control::encode_frame(message), {}};
+  if (descriptor >= 0) {
+    f.descriptor.reset(::fcntl(descriptor, F_DUPFD_CLOEXEC, 0));
+    if (!f.descriptor) {
+      log::error("egress_proxy_failed", {{"error", std::string("dup(listener): ") +
+                                                       std::generic_category().message(errno)}});
+      return;
+    }
+  }
+  write_queue_.push_back(std::move(f));
   if (!writing_) do_write();
 }
 
@@ -154,7 +169,8 @@ void egress_proxy::do_write() {
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(write_queue_.front()),
+  if (write_queue_.front().descriptor) return write_with_descriptor();
+  asio::async_write(socket_, asio::buffer(write_queue_.front().bytes),
                     [this](const boost::system::error_code& ec, std::size_t) {
                       if (ec) {
                         writing_ = false;
@@ -163,6 +179,40 @@ void egress_proxy::do_write() {
                       write_queue_.pop_front();
                       do_write();
                     });
+}
+
+void egress_proxy::write_with_descriptor() {
+  socket_.async_wait(asio::socket_base::wait_write, [this](const boost::system::error_code& ec) {
+    if (ec) {
+      writing_ = false;
+      return;
+    }
+    auto& f = write_queue_.front();
+    iovec io{f.bytes.data(), f.bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = f.descriptor.get();
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    const ssize_t n = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return write_with_descriptor();
+    if (n < 0) {
+      writing_ = false;  // the proxy is gone; its exit is handled by on_exit
+      return;
+    }
+    // The descriptor went with the first byte; the rest of the frame follows as it is.
+    f.descriptor.reset();
+    f.bytes.erase(0, static_cast<std::size_t>(n));
+    if (f.bytes.empty()) write_queue_.pop_front();
+    do_write();
+  });
 }
 
 }  // namespace sandgate::gateway

@@ -1,14 +1,17 @@
 #pragma once
 // The gateway's side of sandgate-egress, the proxy through which sandboxes
 // with egress reach the outside: started on first use, told each sandbox's
-// network policy over a control socket (u32 big-endian length + JSON), and
-// restarted (with every policy sent again) if it dies. Until it is back,
-// sandboxes' connections are refused by their forwarders: egress fails closed.
+// network policy over a control socket (u32 big-endian length + JSON), with
+// the sandbox's listening socket (127.0.0.1:3128 in its network namespace)
+// passed along (SCM_RIGHTS), and restarted (with every policy and socket
+// sent again) if it dies. Until it is back, a sandbox's connections wait in
+// its socket's backlog; they are never served by anything else.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
+#include <sandboxing/unique_fd.hpp>
 
 #include <sys/types.h>
 #include <array>
@@ -43,8 +46,12 @@ class egress_proxy {
   void start();
   // The sandbox's policy from now on (new connections at once; open ones it
   // no longer allows are closed); starts the proxy if it is not running.
-  void set(const std::string& sandbox_id, const std::string& principal, const std::filesystem::path& socket,
+  // The first set of a sandbox gives its listener; later ones may leave it
+  // out (invalid) and keep the one given before.
+  void set(const std::string& sandbox_id, const std::string& principal, sandboxing::unique_fd listener,
            const nlohmann::json& policy);
+  // Whether the proxy has the sandbox's listener (from an earlier set).
+  [[nodiscard]] bool has_listener(const std::string& sandbox_id) const;
   void remove(const std::string& sandbox_id);
   // The proxy's pid, or -1 while it is not running.
   [[nodiscard]] pid_t pid() const noexcept { return pid_; }
@@ -53,8 +60,11 @@ class egress_proxy {
   void spawn();
   void on_exit(int status);
   void do_read();
-  void send(const nlohmann::json& message);
+  // Queues a frame; `descriptor` (when valid) goes with its first byte.
+  void send(const nlohmann::json& message, int descriptor = -1);
   void do_write();
+  // Sends the front frame's first bytes and its descriptor; then do_write.
+  void write_with_descriptor();
 
   boost::asio::io_context& io_;
   std::filesystem::path program_;
@@ -66,11 +76,19 @@ class egress_proxy {
   pid_t pid_ = -1;
   bool stopping_ = false;
   unsigned quick_restarts_ = 0;
-  std::map<std::string, nlohmann::json> sets_;  // sandbox id -> its set message, sent again after a restart
+  struct sandbox_set {
+    nlohmann::json message;
+    sandboxing::unique_fd listener;
+  };
+  struct frame {
+    std::string bytes;
+    sandboxing::unique_fd descriptor;  // a copy, closed once sent
+  };
+  std::map<std::string, sandbox_set> sets_;  // sandbox id -> its last set, sent again after a restart
   connection_listener listener_;
   std::array<char, 64 * 1024> read_buf_{};
   std::unique_ptr<sandboxing::control::frame_decoder> decoder_;
-  std::deque<std::string> write_queue_;
+  std::deque<frame> write_queue_;
   bool writing_ = false;
 };
 

@@ -28,6 +28,10 @@ class host_sandbox final : public sandbox {
   void open_egress(spawn_handler done) override {
     done("processes outside a sandbox have the host's network");
   }
+  sandboxing::unique_fd copy_egress_listener(std::string& error) override {
+    error = "processes outside a sandbox have the host's network";
+    return {};
+  }
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}  // it never ends by itself
   // Processes on the host are the gateway's children: no later gateway can

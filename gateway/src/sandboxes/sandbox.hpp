@@ -5,6 +5,8 @@
 // supervised sandbox (sandgate-sandbox, the default) and the host itself,
 // only for kernelspecs an operator exempted explicitly.
 
+#include <sandboxing/unique_fd.hpp>
+
 #include <sys/types.h>
 #include <chrono>
 #include <cstdint>
@@ -69,6 +71,10 @@ class sandbox {
   // on 127.0.0.1:3128 from now on, and processes spawned later get the
   // proxy variables. `done` gets an empty error once that is so.
   virtual void open_egress(spawn_handler done) = 0;
+  // A copy of the sandbox's socket on 127.0.0.1:3128 (in its network
+  // namespace), for the egress proxy to accept on; invalid with `error` set
+  // when there is none.
+  virtual sandboxing::unique_fd copy_egress_listener(std::string& error) = 0;
   // Calls `done` once the sandbox can run processes (empty error) or failed to start.
   virtual void when_ready(spawn_handler done) = 0;
   // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().

@@ -28,7 +28,7 @@ std::string to_record(const sandbox_entry& s) {
       {"metadata", s.metadata},
       {"limits", s.limits},
       {"network", sandboxing::to_json(s.network)},
-      {"egress_forwarder", s.egress_forwarder},
+      {"egress_opened", s.egress_opened},
       {"env", s.env},
       {"program_dirs", s.program_dirs},
       {"slot", s.slot},
@@ -55,7 +55,8 @@ std::shared_ptr<sandbox_entry> from_record(const registry_row& row) {
   s->limits = {l.at("memory_bytes").get<std::uint64_t>(), l.at("cpu").get<double>(),
                l.at("pids").get<std::uint64_t>(), l.at("workspace_bytes").get<std::uint64_t>()};
   s->network = sandboxing::parse_network_policy(r.at("network"), "network");
-  s->egress_forwarder = r.value("egress_forwarder", sandboxing::egress_on(s->network));
+  s->egress_opened =  // "egress_forwarder" in records of earlier gateways
+      r.value("egress_opened", r.value("egress_forwarder", sandboxing::egress_on(s->network)));
   s->env = r.at("env").get<std::map<std::string, std::string>>();
   s->program_dirs = r.at("program_dirs").get<std::map<std::string, std::string>>();
   s->slot = r.at("slot").get<unsigned>();

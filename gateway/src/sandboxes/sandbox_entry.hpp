@@ -47,7 +47,7 @@ struct sandbox_entry {
   std::map<std::string, std::string> metadata;
   sandbox_limits limits;
   sandboxing::network_policy network;      // in force (PATCH changes it)
-  bool egress_forwarder = false;           // started with egress: its supervisor forwards to the proxy
+  bool egress_opened = false;              // had egress once: the proxy accepts on its 127.0.0.1:3128
   std::map<std::string, std::string> env;  // for every kernel and command inside
   // Kernel program directories outside the system dirs (a build tree, maybe
   // under /tmp), bound read-only elsewhere inside: host path -> inside path.

@@ -86,7 +86,7 @@ bool sandbox_manager::write_policy(const sandbox_settings& settings, sandbox_ent
   entry.limits = limits_of(*policy);
   entry.expires_at = unix_now() + static_cast<std::int64_t>(policy->ttl_s);
   entry.max_execution_s = policy->max_execution_s;
-  entry.egress_forwarder = sandboxing::egress_on(entry.network);
+  entry.egress_opened = sandboxing::egress_on(entry.network);
   entry.program_dirs = std::move(binds);
   return true;
 }

@@ -138,12 +138,14 @@ class sandbox_manager {
   void sweep();
   void end(const std::string& id, const std::string& reason);
   // sandbox_network.cpp: tells the proxy (started on first use) the sandbox's policy, or forgets it.
-  void start_egress(const sandbox_entry& s);
+  // Gives the proxy the sandbox's policy (and, the first time, a copy of its
+  // socket on 127.0.0.1:3128); returns why it could not, or "".
+  std::string start_egress(const sandbox_entry& s);
   void stop_egress(const std::string& id);
   // The gateway's egress proxy, started now if it is not running yet.
   egress_proxy& egress();
   // A PATCH gives egress to a sandbox that started without: its supervisor
-  // starts the forwarder, its running kernels get the proxy variables.
+  // listens on 127.0.0.1:3128, its running kernels get the proxy variables.
   void open_egress(const std::shared_ptr<sandbox_entry>& s, const sandboxing::network_policy& before);
   void load_network_defaults();
   kernel_env_setter kernel_env_setter_;

@@ -66,10 +66,10 @@ std::optional<domain_error> sandbox_manager::set_network(const std::shared_ptr<s
   auto wanted = network_from(value, err);
   if (!wanted) return err;
   if (s->unsandboxed || !s->box) return domain_error{fault::conflict, "A host sandbox has no network policy"};
-  // Without a forwarder, lo is as the sandbox started ("none": down): only
-  // egress, which brings lo up with the forwarder, changes the mode then.
-  const bool opening = sb::egress_on(*wanted) && !s->egress_forwarder;
-  if (!s->egress_forwarder && !opening && wanted->mode != s->network.mode)
+  // Until egress is first opened, lo is as the sandbox started ("none":
+  // down): only egress, which brings lo up, changes the mode then.
+  const bool opening = sb::egress_on(*wanted) && !s->egress_opened;
+  if (!s->egress_opened && !opening && wanted->mode != s->network.mode)
     return domain_error{fault::conflict, "The sandbox's network is \"" +
                                              std::string(sb::to_string(s->network.mode)) +
                                              "\" and has never had egress: it can change to \"allow\" or "
@@ -77,25 +77,32 @@ std::optional<domain_error> sandbox_manager::set_network(const std::shared_ptr<s
                                              std::string(sb::to_string(wanted->mode)) + "\""};
   const auto before = s->network;
   s->network = *wanted;
-  s->egress_forwarder = s->egress_forwarder || opening;
+  s->egress_opened = s->egress_opened || opening;
+  // The proxy has the policy and the sandbox's socket before the sandbox
+  // listens on it; a sandbox not ready yet gets them once it is (see create).
+  if (s->root_pid > 0) {
+    if (auto error = start_egress(*s); !error.empty() && opening) {
+      s->network = before;
+      s->egress_opened = false;
+      stop_egress(s->id);
+      return domain_error{fault::internal, "Egress cannot be opened for this sandbox: " + error};
+    }
+  }
   persist(*s);
-  // The proxy has the policy and its socket before the forwarder relays to
-  // it; a sandbox not ready yet gets them once it is (see create).
-  if (s->root_pid > 0) start_egress(*s);
   if (opening) open_egress(s, before);
   return std::nullopt;
 }
 
 void sandbox_manager::open_egress(const std::shared_ptr<sandbox_entry>& s, const sb::network_policy& before) {
   // The supervisor handles requests in order: a command started after this
-  // PATCH answered finds the forwarder listening and gets the variables.
+  // PATCH answered finds 127.0.0.1:3128 listening and gets the variables.
   s->box->open_egress([this, weak = std::weak_ptr<sandbox_entry>(s), before](const std::string& error) {
     auto box = weak.lock();
     if (error.empty() || !box || !sandboxes_.count(box->id)) return;
     // Egress fails closed: the policy goes back to what the sandbox had.
     log::error("sandbox_egress_not_opened", {{"sandbox_id", box->id}, {"error", error}});
     box->network = before;
-    box->egress_forwarder = false;
+    box->egress_opened = false;
     persist(*box);
     stop_egress(box->id);
   });
@@ -130,11 +137,22 @@ egress_proxy& sandbox_manager::egress() {
   return *egress_;
 }
 
-void sandbox_manager::start_egress(const sandbox_entry& s) {
-  // A sandbox that had egress keeps its forwarder: narrowed to "none"
+std::string sandbox_manager::start_egress(const sandbox_entry& s) {
+  // A sandbox that had egress keeps its socket served: narrowed to "none"
   // later, the proxy still answers it (and refuses) rather than nothing.
-  if (s.unsandboxed || !s.box || !s.egress_forwarder) return;
-  egress().set(s.id, s.owner, s.box->run_dir_host() / "egress.sock", sb::to_json(s.network));
+  if (s.unsandboxed || !s.box || !s.egress_opened) return "";
+  auto& proxy = egress();
+  sandboxing::unique_fd listener;
+  if (!proxy.has_listener(s.id)) {
+    std::string error;
+    listener = s.box->copy_egress_listener(error);
+    if (!listener) {
+      log::error("sandbox_egress_unserved", {{"sandbox_id", s.id}, {"error", error}});
+      return error;
+    }
+  }
+  proxy.set(s.id, s.owner, std::move(listener), sb::to_json(s.network));
+  return "";
 }
 
 void sandbox_manager::stop_egress(const std::string& id) {

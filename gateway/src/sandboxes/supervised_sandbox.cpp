@@ -6,12 +6,16 @@
 
 #include <gateway/log.hpp>
 #include <sandboxing/base64.hpp>
+#include <sandboxing/network_policy.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -135,6 +139,7 @@ void supervised_sandbox::on_frame(const json& frame) {
     host_uid_ = ready.host_uid;
     host_gid_ = ready.host_gid;
     root_pid_ = ready.pid;
+    egress_fd_ = ready.egress_fd;
     expires_at_ = ready.expires_at;
     ready_ = true;
     ready_children_ = std::set<std::string>(ready.children.begin(), ready.children.end());
@@ -274,6 +279,41 @@ void supervised_sandbox::when_ready(spawn_handler done) {
 
 void supervised_sandbox::open_egress(spawn_handler done) {
   send({{"op", "open_egress"}}, [done = std::move(done)](const ctl::reply& r) { done(r.ok ? "" : r.error); });
+}
+
+sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& error) {
+  if (!ready_ || lost_ || destroyed_ || root_pid_ <= 0) {
+    error = "the sandbox supervisor is not connected";
+    return {};
+  }
+  if (!egress_fd_) {
+    error = "the sandbox could not keep 127.0.0.1:3128 for egress when it started";
+    return {};
+  }
+  // The supervisor is connected, so root_pid_ still names it (its pid was
+  // checked against the one this gateway started or recorded).
+  const sandboxing::unique_fd process(static_cast<int>(::syscall(SYS_pidfd_open, root_pid_, 0)));
+  if (!process) {
+    error = std::string("pidfd_open(supervisor): ") + std::generic_category().message(errno);
+    return {};
+  }
+  sandboxing::unique_fd listener(static_cast<int>(::syscall(SYS_pidfd_getfd, process.get(), *egress_fd_, 0)));
+  if (!listener) {
+    error = std::string("pidfd_getfd(supervisor, ") + std::to_string(*egress_fd_) +
+            "): " + std::generic_category().message(errno);
+    return {};
+  }
+  // It must be what the supervisor says it is: a TCP socket on 127.0.0.1:3128.
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len != sizeof addr ||
+      addr.sin_family != AF_INET || ntohs(addr.sin_port) != sandboxing::egress_proxy_port ||
+      ntohl(addr.sin_addr.s_addr) != INADDR_LOOPBACK) {
+    error = "descriptor " + std::to_string(*egress_fd_) + " of the supervisor is not its 127.0.0.1:" +
+            std::to_string(sandboxing::egress_proxy_port);
+    return {};
+  }
+  return listener;
 }
 
 void supervised_sandbox::kill_tree(const std::string& name) {

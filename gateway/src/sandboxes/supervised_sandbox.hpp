@@ -55,6 +55,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void extend(std::int64_t expires_at, spawn_handler done) override;
   void when_ready(spawn_handler done) override;
   void open_egress(spawn_handler done) override;
+  sandboxing::unique_fd copy_egress_listener(std::string& error) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy() override;
@@ -103,6 +104,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   std::vector<reclaim_request> reclaims_;  // waiting for the ready event
   unsigned host_uid_ = 0;
   unsigned host_gid_ = 0;
+  std::optional<int> egress_fd_;  // the supervisor's descriptor of 127.0.0.1:3128, from its ready event
   int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root
   std::int64_t expires_at_ = 0;
   end_handler on_end_;

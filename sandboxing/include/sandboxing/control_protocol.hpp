@@ -4,7 +4,11 @@
 //
 // supervisor -> gateway, first on every connection:
 //   {"event":"ready","id":..,"pid":<host pid of the supervisor>,"outer_pid":..,
-//    "host_uid":N,"host_gid":N,"expires_at":<unix s>,"max_execution_s":N,"children":["k1",..]}
+//    "host_uid":N,"host_gid":N,"expires_at":<unix s>,"max_execution_s":N,"children":["k1",..],
+//    "egress_fd":N}
+//   egress_fd: the supervisor's descriptor of its socket on 127.0.0.1:3128 in the
+//     sandbox (absent when the port could not be kept); the gateway copies it with
+//     pidfd_getfd for the egress proxy, which accepts on it (see egress_port.hpp)
 // gateway -> supervisor (a "req" number is echoed in the reply):
 //   {"op":"spawn","req":1,"id":"k1","argv":[..],"env":{..},"cwd":"/workspace","log":"/run/sandgate/k1.log",
 //    "capture":true,"output_limit":1048576,"stdin":"<base64>","timeout_ms":N}
@@ -21,8 +25,8 @@
 //   {"op":"extend","req":6,"expires_at":<unix s>} -> {"req":6,"ok":true}: new TTL deadline
 //     (later or earlier), for the supervisor and the outer process's backstop
 //   {"op":"open_egress","req":7} -> {"req":7,"ok":true}: egress opened while the sandbox runs: lo
-//     up, the forwarder listening on 127.0.0.1:3128 (relaying to /run/sandgate/egress.sock), and
-//     the proxy variables under the env of every later spawn; ok at once when already open
+//     up, 127.0.0.1:3128 listening, and the proxy variables under the env of every later spawn;
+//     ok at once when already open
 //   {"op":"ping","req":3} -> {"req":3,"ok":true}
 //   {"op":"shutdown","req":4} -> {"req":4,"ok":true}, then everything ends
 // supervisor -> gateway, output of a child spawned with capture (chunks of at
@@ -122,6 +126,7 @@ struct ready_event {
   std::int64_t expires_at = 0;        // unix seconds
   std::uint64_t max_execution_s = 0;  // the policy's limit for one execution, enforced by the gateway
   std::vector<std::string> children;
+  std::optional<int> egress_fd;  // in the supervisor: its socket on 127.0.0.1:3128
 };
 
 struct exit_event {

@@ -1,6 +1,7 @@
 // The sandbox's network namespace: always its own, never with a route out;
 // "loopback", "allow" and "open" bring lo up (egress reaches the proxy
-// through the supervisor's forwarder on 127.0.0.1), "none" leaves even lo down.
+// through the sandbox's 127.0.0.1:3128, on which the proxy outside accepts),
+// "none" leaves even lo down.
 #pragma once
 
 #include "sandboxing/network_policy.hpp"

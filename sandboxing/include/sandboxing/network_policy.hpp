@@ -32,9 +32,9 @@ struct network_policy {
   friend bool operator==(const network_policy&, const network_policy&) = default;
 };
 
-// The port the forwarder inside a sandbox with egress listens on (127.0.0.1).
+// The port on the sandbox's 127.0.0.1 on which the egress proxy accepts.
 inline constexpr std::uint16_t egress_proxy_port = 3128;
-// What points programs at that forwarder: HTTP_PROXY, HTTPS_PROXY, http_proxy,
+// What points programs at that port: HTTP_PROXY, HTTPS_PROXY, http_proxy,
 // https_proxy = http://127.0.0.1:3128, NO_PROXY and no_proxy = localhost,127.0.0.1.
 [[nodiscard]] std::map<std::string, std::string> egress_proxy_env();
 

@@ -33,10 +33,9 @@ struct supervisor_config {
   cgroup_version child_cgroup_version = cgroup_version::none;
   int outer_fd = -1;   // SOCK_SEQPACKET to the outer process: new TTL deadlines go there
   int listen_fd = -1;  // control mode: the listening socket
-  // Egress on: the forwarder listens on 127.0.0.1:egress_port and relays to
-  // egress_socket (the proxy's socket in the run dir); 0: no forwarder.
+  // Egress on from the start: 127.0.0.1:egress_port listens for the egress
+  // proxy (see egress_port.hpp); 0: the port is only kept, for open_egress.
   std::uint16_t egress_port = 0;
-  std::string egress_socket = "/run/sandgate/egress.sock";
   std::optional<spawn_spec> standalone;  // standalone mode: the one command
 };
 

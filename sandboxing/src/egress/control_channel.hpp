@@ -18,6 +18,7 @@
 #include <string>
 
 #include "sandboxing/control_protocol.hpp"
+#include "sandboxing/unique_fd.hpp"
 
 namespace sandgate::egress {
 
@@ -31,9 +32,15 @@ class control_channel {
   void start();
   // Queues one frame; frames past 64 MiB waiting are dropped (the gateway is stuck).
   void send(const nlohmann::json& message);
+  // The oldest descriptor received and not yet taken: a message that says it
+  // carries one takes it (its descriptor comes no later than its first byte).
+  [[nodiscard]] sandboxing::unique_fd take_descriptor();
 
  private:
   void do_read();
+  // Reads what is there with recvmsg, keeping descriptors that come with it;
+  // false when the gateway's end closed or broke.
+  bool read_available();
   void do_write();
 
   boost::asio::local::stream_protocol::socket socket_;
@@ -41,6 +48,7 @@ class control_channel {
   close_handler on_close_;
   std::array<char, 64 * 1024> buf_{};
   sandboxing::control::frame_decoder decoder_;
+  std::deque<sandboxing::unique_fd> descriptors_;
   std::deque<std::string> queue_;
   std::size_t queued_bytes_ = 0;
   bool writing_ = false;

@@ -1,9 +1,6 @@
 #include "egress_server.hpp"
 
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,39 +10,23 @@
 
 namespace sandgate::egress {
 namespace asio = boost::asio;
-using stream_protocol = asio::local::stream_protocol;
+using tcp = asio::ip::tcp;
 
 namespace {
 
-// A listening socket at `path`: whatever the sandbox left there is unlinked
-// (unlink and bind never follow a final symlink), then the socket is bound
-// with mode 0666; the run dir (0700, the sandbox user's) is what limits who
-// reaches it. Returns the descriptor, or -1 with `error` set.
-int listen_at(const std::filesystem::path& path, std::string& error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.string().size() >= sizeof addr.sun_path) {
-    error = "socket path too long: " + path.string();
-    return -1;
-  }
-  std::strcpy(addr.sun_path, path.c_str());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    error = std::string("socket(AF_UNIX): ") + std::generic_category().message(errno);
-    return -1;
-  }
-  ::unlink(path.c_str());
-  const mode_t old = ::umask(0);
-  const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-  const int bind_errno = errno;
-  ::umask(old);
-  if (rc != 0 || ::listen(fd, 128) != 0) {
-    error = "bind/listen(" + path.string() +
-            "): " + std::generic_category().message(rc != 0 ? bind_errno : errno);
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+// Checks that `fd` is a TCP socket (a sandbox's 127.0.0.1:3128) and makes it
+// listen: a no-op when its supervisor already does. Returns an error text, or "".
+std::string listen_on(int fd) {
+  int type = 0;
+  int domain = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+    return "the listener is not a stream socket";
+  len = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || (domain != AF_INET && domain != AF_INET6))
+    return "the listener is not a TCP socket";
+  if (::listen(fd, 128) != 0) return std::string("listen: ") + std::generic_category().message(errno);
+  return "";
 }
 
 }  // namespace
@@ -54,26 +35,36 @@ egress_server::egress_server(asio::io_context& io, name_resolver& resolver, even
     : io_(io), resolver_(resolver), sink_(std::move(sink)), host_own_(host_addresses()) {}
 
 std::string egress_server::set(const std::string& id, const std::string& principal,
-                               const std::filesystem::path& socket,
-                               const sandboxing::network_policy& policy) {
+                               sandboxing::unique_fd listener, const sandboxing::network_policy& policy) {
   auto& box = boxes_[id];
   if (!box) box = std::make_shared<sandbox_egress>();
+  if (listener) {
+    std::string error = listen_on(listener.get());
+    if (error.empty()) {
+      auto acceptor = std::make_unique<tcp::acceptor>(io_);
+      boost::system::error_code ec;
+      acceptor->assign(tcp::v4(), listener.get(), ec);
+      if (ec) error = "the listener: " + ec.message();
+      if (error.empty()) {
+        (void)listener.release();  // the acceptor owns it now
+        if (box->acceptor) box->acceptor->close(ec);
+        box->acceptor = std::move(acceptor);
+        ++box->acceptor_generation;
+        do_accept(box);
+      }
+    }
+    if (!error.empty()) {
+      if (!box->acceptor) boxes_.erase(id);
+      return error;
+    }
+  } else if (!box->acceptor) {
+    boxes_.erase(id);
+    return "a new sandbox needs its listener";
+  }
   box->id = id;
   box->principal = principal;
   box->policy = policy;
   box->limiter.set_rate(policy.bytes_per_second);
-  if (!box->acceptor || box->socket_path != socket) {
-    std::string error;
-    const int fd = listen_at(socket, error);
-    if (fd < 0) {
-      boxes_.erase(id);
-      return error;
-    }
-    box->acceptor = std::make_unique<stream_protocol::acceptor>(io_);
-    box->acceptor->assign(stream_protocol(), fd);
-    box->socket_path = socket;
-    do_accept(box);
-  }
   // New connections follow the new policy already; open ones it no longer allows end now.
   for (auto& [raw, weak] : std::map(box->connections))
     if (auto c = weak.lock()) c->recheck();
@@ -88,7 +79,6 @@ void egress_server::remove(const std::string& id) {
   box->removed = true;
   boost::system::error_code ec;
   if (box->acceptor) box->acceptor->close(ec);
-  ::unlink(box->socket_path.c_str());
   for (auto& [raw, weak] : std::map(box->connections))
     if (auto c = weak.lock()) c->close("the sandbox ended");
 }
@@ -99,14 +89,17 @@ void egress_server::remove_all() {
 }
 
 void egress_server::do_accept(const std::shared_ptr<sandbox_egress>& box) {
+  // A later set may replace the acceptor: only the current one's accepts go on.
   box->acceptor->async_accept(
-      [this, box](const boost::system::error_code& ec, stream_protocol::socket client) {
-        if (ec == asio::error::operation_aborted || box->removed) return;
-        if (!ec) {
+      [this, box, generation = box->acceptor_generation](const boost::system::error_code& ec,
+                                                         tcp::socket client) {
+        if (box->removed) return;
+        if (!ec) {  // from this sandbox's socket, whichever acceptor took it
           auto c = std::make_shared<proxy_connection>(std::move(client), box, *this);
           box->connections[c.get()] = c;
           c->start();
         }
+        if (ec == asio::error::operation_aborted || generation != box->acceptor_generation) return;
         do_accept(box);
       });
 }

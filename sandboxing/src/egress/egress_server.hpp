@@ -1,11 +1,12 @@
 // The proxy's sandboxes: for each, its network policy, its principal, its
-// rate limiter and the unix socket it listens on (in that sandbox's run dir,
-// so the socket a connection came in on names the sandbox and nothing the
-// sandbox sends can change that), and its open connections.
+// rate limiter, the socket it accepts on (127.0.0.1:3128 in that sandbox's
+// own network namespace, so the socket a connection came in on names the
+// sandbox and nothing the sandbox sends can change that), and its open
+// connections.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "name_resolver.hpp"
 #include "rate_limiter.hpp"
 #include "sandboxing/network_policy.hpp"
+#include "sandboxing/unique_fd.hpp"
 
 namespace sandgate::egress {
 
@@ -28,8 +30,8 @@ struct sandbox_egress {
   std::string principal;
   sandboxing::network_policy policy;
   rate_limiter limiter{1};
-  std::filesystem::path socket_path;
-  std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+  unsigned acceptor_generation = 0;
   std::map<proxy_connection*, std::weak_ptr<proxy_connection>> connections;
   bool removed = false;
 };
@@ -40,12 +42,14 @@ class egress_server {
 
   egress_server(boost::asio::io_context& io, name_resolver& resolver, event_sink sink);
 
-  // Creates or updates a sandbox: listens on `socket` (replacing whatever is
-  // at that path) and applies `policy` to new connections at once, closing
-  // open ones it no longer allows. Returns an error text, or "".
-  std::string set(const std::string& id, const std::string& principal, const std::filesystem::path& socket,
+  // Creates or updates a sandbox: accepts on `listener` when given (a TCP
+  // socket bound in the sandbox, listening or not; a new one replaces the
+  // old), and applies `policy` to new connections at once, closing open ones
+  // it no longer allows. A new sandbox needs a listener. Returns an error
+  // text, or "".
+  std::string set(const std::string& id, const std::string& principal, sandboxing::unique_fd listener,
                   const sandboxing::network_policy& policy);
-  // Stops listening for the sandbox, closes its connections, removes its socket.
+  // Stops accepting for the sandbox and closes its connections.
   void remove(const std::string& id);
   void remove_all();
 

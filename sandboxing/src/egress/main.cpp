@@ -1,7 +1,7 @@
 // sandgate-egress: the egress proxy of a gateway's sandboxes. It runs outside
-// every sandbox, listens on one unix socket per sandbox (in that sandbox's
-// run dir), and relays HTTP and CONNECT requests that the sandbox's network
-// policy allows. The gateway starts it, feeds it policies over --control-fd,
+// every sandbox, accepts on each sandbox's own socket on 127.0.0.1:3128 (in
+// that sandbox's network namespace, handed over by the gateway), and relays
+// HTTP and CONNECT requests that the sandbox's network policy allows. The gateway starts it, feeds it policies over --control-fd,
 // and restarts it if it dies. See docs/policy.md ("Egress").
 #include <signal.h>
 #include <sys/prctl.h>
@@ -82,8 +82,12 @@ int main(int argc, char** argv) {
           const std::string id = m.value("sandbox_id", "");
           if (op == "set") {
             std::string error;
+            // Taken before anything can fail, so that descriptors stay paired with their frames.
+            auto listener = m.value("listener", false) ? control->take_descriptor() : sb::unique_fd();
             try {
-              error = server.set(id, m.value("principal", ""), m.value("socket", ""),
+              if (m.value("listener", false) && !listener)
+                throw std::runtime_error("the set says it carries a listener, and none came with it");
+              error = server.set(id, m.value("principal", ""), std::move(listener),
                                  sb::parse_network_policy(m.at("policy"), "network"));
             } catch (const std::exception& e) {
               error = e.what();

@@ -41,7 +41,7 @@ const char* status_text(unsigned status) {
 
 }  // namespace
 
-proxy_connection::proxy_connection(asio::local::stream_protocol::socket client,
+proxy_connection::proxy_connection(asio::ip::tcp::socket client,
                                    std::shared_ptr<sandbox_egress> box, egress_server& server)
     : client_(std::move(client)),
       upstream_(client_.get_executor()),
@@ -55,6 +55,8 @@ proxy_connection::proxy_connection(asio::local::stream_protocol::socket client,
 proxy_connection::~proxy_connection() = default;
 
 void proxy_connection::start() {
+  error_code ignored;
+  client_.set_option(asio::ip::tcp::no_delay(true), ignored);
   if (box_->connections.size() > box_->policy.max_connections)
     return refuse(429, "the sandbox already has " + std::to_string(box_->policy.max_connections) +
                            " connections open, its most");
@@ -166,7 +168,7 @@ void proxy_connection::on_connected() {
       return self->finish("closed", std::string("the proxy cannot relay: ") + e.what());
     }
     error_code nb;
-    // Larger batches per splice and per wake-up of the forwarder (capped by net.core.wmem_max).
+    // Larger batches per splice and per wake-up of the client (capped by net.core.wmem_max).
     self->client_.set_option(asio::socket_base::send_buffer_size(relay_socket_buffer_bytes), nb);
     self->client_.native_non_blocking(true, nb);
     if (!nb) self->upstream_.native_non_blocking(true, nb);
@@ -248,6 +250,11 @@ void proxy_connection::recheck() {
 }
 
 void proxy_connection::close(const std::string& reason) {
+  if (done_) return;
+  error_code ignored;
+  // A reset, not an orderly end: bytes still queued towards the sandbox go nowhere.
+  client_.set_option(asio::socket_base::linger(true, 0), ignored);
+  upstream_.set_option(asio::socket_base::linger(true, 0), ignored);
   finish("closed", reason);
 }
 
@@ -263,7 +270,7 @@ void proxy_connection::refuse(unsigned status, const std::string& reason) {
   asio::async_write(client_, asio::buffer(pending_),
                     [self = shared_from_this(), status, reason](const error_code&, std::size_t) {
                       error_code ignored;
-                      self->client_.shutdown(asio::local::stream_protocol::socket::shutdown_send, ignored);
+                      self->client_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
                       self->finish("refused", reason);
                       (void)status;
                     });

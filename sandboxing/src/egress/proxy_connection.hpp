@@ -7,7 +7,6 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -37,14 +36,15 @@ inline constexpr int relay_socket_buffer_bytes = 1024 * 1024;          // SO_SND
 
 class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
  public:
-  proxy_connection(boost::asio::local::stream_protocol::socket client, std::shared_ptr<sandbox_egress> box,
+  proxy_connection(boost::asio::ip::tcp::socket client, std::shared_ptr<sandbox_egress> box,
                    egress_server& server);
   ~proxy_connection();
 
   void start();
   // After a policy change: closes the connection if its target is no longer allowed.
   void recheck();
-  // Ends the connection now, reported as closed for `reason`.
+  // Ends the connection now, reported as closed for `reason`; both sockets
+  // are reset, so what the proxy still held for the sandbox is dropped.
   void close(const std::string& reason);
 
  private:
@@ -59,7 +59,7 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   void relay(int way);
   void arm_idle();
 
-  boost::asio::local::stream_protocol::socket client_;
+  boost::asio::ip::tcp::socket client_;  // in the sandbox's network namespace
   boost::asio::ip::tcp::socket upstream_;
   std::shared_ptr<sandbox_egress> box_;
   egress_server& server_;

@@ -1,9 +1,8 @@
 // One direction of a byte relay between two non-blocking descriptors
 // (sockets), through a pipe of its own with splice(2): bytes move as page
 // references, never through user space. The egress proxy pumps each
-// proxied connection with two of these, the supervisor's forwarder each
-// forwarded one; both decide when to call pump() again from what it
-// returns (the descriptor to wait for).
+// proxied connection with two of these and decides when to call pump()
+// again from what it returns (the descriptor to wait for).
 #pragma once
 
 #include <cstddef>

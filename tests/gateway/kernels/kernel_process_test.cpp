@@ -37,6 +37,10 @@ class recording_sandbox final : public sandbox {
   void kill_tree(const std::string& name) override { killed.push_back(name); }
   void extend(std::int64_t, spawn_handler done) override { done({}); }
   void open_egress(spawn_handler done) override { done({}); }
+  sandboxing::unique_fd copy_egress_listener(std::string& error) override {
+    error = "no egress here";
+    return {};
+  }
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}
   void destroy() override {}
