@@ -347,6 +347,42 @@ class Egress(SandboxTestCase):
         self.assertEqual(code, 403)
         self.assertIn("egress is off for this sandbox", body)
 
+    def test_a_kernel_starting_at_the_patch_gets_the_variables_once_it_runs(self):
+        sid = self.make_sandbox("none")
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        supervisor = self.supervisor_of(sid)
+        # The supervisor holds the kernel's spawn until after the PATCH: the kernel process
+        # starts without the variables, and is still starting when egress opens.
+        os.kill(supervisor, signal.SIGSTOP)
+        self.addCleanup(os.kill, supervisor, signal.SIGCONT)
+        started = {}
+        t = threading.Thread(target=lambda: started.update(zip(("status", "body"), self.gw.request(
+            "POST", "api/kernels", {"name": "python3", "sandbox_id": sid}, timeout=120))))
+        t.start()
+
+        def starting():
+            status, body = self.gw.request("GET", "api/kernels")
+            return [k for k in json.loads(body) if k["execution_state"] == "starting"] if status == 200 else None
+        wait_until(starting, 30, "the kernel to be starting")
+        status, body = self.gw.request("PATCH", f"api/sandboxes/{sid}/network", NET_A)
+        self.assertEqual(status, 200, body)
+        os.kill(supervisor, signal.SIGCONT)
+        t.join(120)
+        self.assertEqual(started.get("status"), 201, started)
+        k = self.gw.connect(json.loads(started["body"])["id"])
+        self.addCleanup(self._delete_quietly, k)
+        r = k.attempt("import os\nprint(os.environ.get('HTTP_PROXY'), os.environ.get('NO_PROXY'))")
+        self.assertEqual(r["stdout"].strip(), "http://127.0.0.1:3128 localhost,127.0.0.1", r)
+
+    def supervisor_of(self, sid):
+        """The host pid of the sandbox's supervisor (pid 1 inside): the sandgate-sandbox process
+        naming the sandbox whose parent is the outer one."""
+        named = [pid for pid, cmd, _ in host_processes()
+                 if sid.encode() in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
+        inner = [pid for pid in named if parent_pid(pid) in named]
+        self.assertEqual(len(inner), 1, named)
+        return inner[0]
+
     def test_patch_opens_egress_in_a_loopback_sandbox_whose_port_was_kept(self):
         sid = self.make_sandbox("loopback")
         self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")

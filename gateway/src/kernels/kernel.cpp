@@ -176,15 +176,28 @@ void kernel::on_started(const std::string& error) {
                         if (std::exchange(self->state_presumed_, false) && running.empty())
                           self->state_ = "idle";
                       });
+    apply_pending_env();  // before what clients sent during the start
     send_held();
     log::info("kernel_ready", {{"kernel_id", id()}, {"kernel_name", name()}});
   } else {
     log::warn("kernel_start_failed", {{"kernel_id", id()}, {"error", error}});
+    pending_env_.clear();
+    for (auto& d : std::exchange(pending_env_done_, {}))
+      d("the kernel did not start: " + error);
     finish_stop();
   }
   for (auto& w : std::exchange(when_ready_, {}))
     w();
   done(error);
+}
+
+void kernel::apply_pending_env() {
+  if (pending_env_done_.empty()) return;
+  auto dones = std::exchange(pending_env_done_, {});
+  apply_env(std::exchange(pending_env_, {}), [dones = std::move(dones)](const std::string& error) {
+    for (const auto& d : dones)
+      d(error);
+  });
 }
 
 void kernel::leave_running() {

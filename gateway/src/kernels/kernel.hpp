@@ -98,7 +98,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void assign(const std::string& owner, bool owns_sandbox, const std::map<std::string, std::string>& env);
   // Sets variables in the running kernel's process environment, with a
   // silent execute of the kernelspec's language (python or bash); `done`
-  // gets an error for any other language, or when the execute fails.
+  // gets an error for any other language, or when the execute fails. A
+  // kernel still starting gets them once it runs, before anything a client
+  // sent meanwhile.
   void apply_env(const std::map<std::string, std::string>& env, done_handler done);
   // Whether apply_env() can reach this kernel's language.
   [[nodiscard]] bool can_apply_env() const;
@@ -161,6 +163,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void on_status(const protocol::message& msg, const std::string& state);
   void record(protocol::channel ch, const protocol::message& msg, std::string_view status);
   void send_held();
+  void apply_pending_env();
   void refuse(const std::shared_ptr<kernel_client>& client, protocol::channel ch,
               const protocol::message& msg, const std::string& why);
   void send_status(std::string_view state);
@@ -185,6 +188,9 @@ class kernel : public std::enable_shared_from_this<kernel> {
   std::vector<held_message> held_;                 // from clients while the kernel (re)starts
   input_waiters input_waiters_;                    // clients that stopped reading until input can go on
   std::vector<std::function<void()>> when_ready_;  // REST executes waiting for a (re)start
+  // apply_env() while the kernel starts: applied first thing once it runs.
+  std::map<std::string, std::string> pending_env_;
+  std::vector<done_handler> pending_env_done_;
 
   phase phase_ = phase::created;
   std::string state_ = "starting";

@@ -86,6 +86,12 @@ bool kernel::can_apply_env() const {
 
 void kernel::apply_env(const std::map<std::string, std::string>& env, done_handler done) {
   if (env.empty()) return done({});
+  if (phase_ == phase::created || phase_ == phase::starting || phase_ == phase::restarting) {
+    for (const auto& [name, value] : env)
+      pending_env_[name] = value;
+    pending_env_done_.push_back(std::move(done));
+    return;
+  }
   std::string code;
   if (opts_.spec.language == "python") {
     // A JSON object of strings is a Python dict literal.
