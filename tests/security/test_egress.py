@@ -21,8 +21,8 @@ import unittest
 
 import egress_dns
 import egress_servers
-from sandgate_fixture import host_processes, parent_pid, process_tree, wait_until
-from security_case import TEST_POLICY, SandboxTestCase
+from sandgate_fixture import host_processes, parent_pid, process_tree, remove_state_dir, wait_until
+from security_case import TEST_POLICY, SandboxTestCase, sandbox_gateway
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-test-")
 HOSTS_FILE = os.path.join(WORK, "hosts")
@@ -350,7 +350,7 @@ class Egress(SandboxTestCase):
     def test_a_kernel_starting_at_the_patch_gets_the_variables_once_it_runs(self):
         sid = self.make_sandbox("none")
         self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
-        supervisor = self.supervisor_of(sid)
+        supervisor = supervisor_of(sid)
         # The supervisor holds the kernel's spawn until after the PATCH: the kernel process
         # starts without the variables, and is still starting when egress opens.
         os.kill(supervisor, signal.SIGSTOP)
@@ -373,15 +373,6 @@ class Egress(SandboxTestCase):
         self.addCleanup(self._delete_quietly, k)
         r = k.attempt("import os\nprint(os.environ.get('HTTP_PROXY'), os.environ.get('NO_PROXY'))")
         self.assertEqual(r["stdout"].strip(), "http://127.0.0.1:3128 localhost,127.0.0.1", r)
-
-    def supervisor_of(self, sid):
-        """The host pid of the sandbox's supervisor (pid 1 inside): the sandgate-sandbox process
-        naming the sandbox whose parent is the outer one."""
-        named = [pid for pid, cmd, _ in host_processes()
-                 if sid.encode() in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
-        inner = [pid for pid in named if parent_pid(pid) in named]
-        self.assertEqual(len(inner), 1, named)
-        return inner[0]
 
     def test_patch_opens_egress_in_a_loopback_sandbox_whose_port_was_kept(self):
         sid = self.make_sandbox("loopback")
@@ -518,6 +509,80 @@ class Egress(SandboxTestCase):
         self.assertGatewayUp()
         status, body = self.gw.request("GET", "metrics")
         self.assertIn("sandgate_egress_proxy_restarts_total 1", body.decode())
+
+
+class EgressAcrossARestart(unittest.TestCase):
+    """A sandbox outlives its gateway: while no gateway runs, its supervisor answers 503 on
+    127.0.0.1:3128 (never a hang, never an open route); the next gateway serves it again."""
+
+    PROBE = f"""
+import threading, time, urllib.error, urllib.request
+def probe():
+    seen = []
+    with open('/workspace/egress-log', 'a', buffering=1) as log:
+        end = time.monotonic() + 240
+        while time.monotonic() < end and not ('503' in seen and seen[-1] == '200'):
+            try:
+                with urllib.request.urlopen('http://files.test:{P}/restart', timeout=10) as r:
+                    seen.append(str(r.status))
+            except urllib.error.HTTPError as e:
+                seen.append(str(e.code))
+            except Exception as e:
+                seen.append(type(e).__name__)
+            log.write(seen[-1] + '\\n')
+            time.sleep(0.05)  # the probe's pace
+threading.Thread(target=probe, daemon=True).start()
+"""
+
+    def start(self, **kw):
+        gw = sandbox_gateway(*Egress.gateway_args, policy=egress_policy(), keep_kernels=True,
+                             name="EgressAcrossARestart", **kw)
+        self.addCleanup(lambda: gw.stopped or gw.crash())
+        return gw
+
+    def log(self, gw, sid):
+        status, body = gw.request("GET", f"api/sandboxes/{sid}/files/egress-log")
+        return body.decode().split() if status == 200 else []
+
+    def test_the_supervisor_answers_503_while_no_gateway_runs(self):
+        gw = self.start()
+        gw.owns_state = False
+        self.addCleanup(remove_state_dir, gw.state_dir)
+        status, body = gw.request("POST", "api/sandboxes", {"network": NET_A, "ttl_s": 900})
+        self.assertEqual(status, 201, body)
+        sid = json.loads(body)["id"]
+        status, body = gw.request("POST", "api/kernels", {"name": "python3", "sandbox_id": sid}, timeout=120)
+        self.assertEqual(status, 201, body)
+        kid = json.loads(body)["id"]
+        status, body = gw.request("POST", f"api/kernels/{kid}/execute", {"code": self.PROBE}, timeout=120)
+        self.assertEqual(status, 200, body)
+        wait_until(lambda: "200" in self.log(gw, sid), 30, "the probe to get through")
+        log_path = f"/proc/{supervisor_of(sid)}/root/workspace/egress-log"  # seen from the host
+        gw.crash()  # its proxy ends with it
+        def statuses():
+            with open(log_path) as f:
+                return f.read().split()
+        wait_until(lambda: "503" in statuses(), 30, "the supervisor's 503 while no gateway runs")
+        gw2 = self.start(state_dir=gw.state_dir, token=gw.token)
+        wait_until(lambda: self.log(gw2, sid)[-1:] == ["200"] and "503" in self.log(gw2, sid), 60,
+                   "the next gateway's proxy to serve the sandbox again")
+        seen = self.log(gw2, sid)
+        self.assertEqual(set(seen), {"200", "503"}, seen)  # no timeout, no other error
+        first_503 = seen.index("503")
+        self.assertIn("200", seen[:first_503])
+        self.assertEqual(seen[-1], "200")
+        gw2.request("DELETE", f"api/sandboxes/{sid}")
+
+
+def supervisor_of(sid):
+    """The host pid of the sandbox's supervisor (pid 1 inside): the sandgate-sandbox process
+    naming the sandbox whose parent is the outer one."""
+    named = [pid for pid, cmd, _ in host_processes()
+             if sid.encode() in cmd and b"sandgate-sandbox" in cmd.split(b"\0")[0]]
+    inner = [pid for pid in named if parent_pid(pid) in named]
+    if len(inner) != 1:
+        raise AssertionError(f"no single supervisor for {sid}: {named}")
+    return inner[0]
 
 
 def waiting_connections(pid, port=3128):
