@@ -154,8 +154,8 @@ void egress_proxy::send(const json& message, int descriptor) {
   if (descriptor >= 0) {
     f.descriptor.reset(::fcntl(descriptor, F_DUPFD_CLOEXEC, 0));
     if (!f.descriptor) {
-      log::error("egress_proxy_failed", {{"error", std::string("dup(listener): ") +
-                                                       std::generic_category().message(errno)}});
+      log::error("egress_proxy_failed",
+                 {{"error", std::string("dup(listener): ") + std::generic_category().message(errno)}});
       return;
     }
   }

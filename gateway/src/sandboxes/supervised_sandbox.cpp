@@ -15,8 +15,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cerrno>
@@ -309,8 +309,8 @@ sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& erro
   if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len != sizeof addr ||
       addr.sin_family != AF_INET || ntohs(addr.sin_port) != sandboxing::egress_proxy_port ||
       ntohl(addr.sin_addr.s_addr) != INADDR_LOOPBACK) {
-    error = "descriptor " + std::to_string(*egress_fd_) + " of the supervisor is not its 127.0.0.1:" +
-            std::to_string(sandboxing::egress_proxy_port);
+    error = "descriptor " + std::to_string(*egress_fd_) +
+            " of the supervisor is not its 127.0.0.1:" + std::to_string(sandboxing::egress_proxy_port);
     return {};
   }
   return listener;

@@ -23,7 +23,8 @@ std::string listen_on(int fd) {
   if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
     return "the listener is not a stream socket";
   len = sizeof domain;
-  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || (domain != AF_INET && domain != AF_INET6))
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
+      (domain != AF_INET && domain != AF_INET6))
     return "the listener is not a TCP socket";
   if (::listen(fd, 128) != 0) return std::string("listen: ") + std::generic_category().message(errno);
   return "";
@@ -90,18 +91,17 @@ void egress_server::remove_all() {
 
 void egress_server::do_accept(const std::shared_ptr<sandbox_egress>& box) {
   // A later set may replace the acceptor: only the current one's accepts go on.
-  box->acceptor->async_accept(
-      [this, box, generation = box->acceptor_generation](const boost::system::error_code& ec,
-                                                         tcp::socket client) {
-        if (box->removed) return;
-        if (!ec) {  // from this sandbox's socket, whichever acceptor took it
-          auto c = std::make_shared<proxy_connection>(std::move(client), box, *this);
-          box->connections[c.get()] = c;
-          c->start();
-        }
-        if (ec == asio::error::operation_aborted || generation != box->acceptor_generation) return;
-        do_accept(box);
-      });
+  box->acceptor->async_accept([this, box, generation = box->acceptor_generation](
+                                  const boost::system::error_code& ec, tcp::socket client) {
+    if (box->removed) return;
+    if (!ec) {  // from this sandbox's socket, whichever acceptor took it
+      auto c = std::make_shared<proxy_connection>(std::move(client), box, *this);
+      box->connections[c.get()] = c;
+      c->start();
+    }
+    if (ec == asio::error::operation_aborted || generation != box->acceptor_generation) return;
+    do_accept(box);
+  });
 }
 
 }  // namespace sandgate::egress

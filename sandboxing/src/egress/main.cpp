@@ -1,8 +1,8 @@
 // sandgate-egress: the egress proxy of a gateway's sandboxes. It runs outside
 // every sandbox, accepts on each sandbox's own socket on 127.0.0.1:3128 (in
 // that sandbox's network namespace, handed over by the gateway), and relays
-// HTTP and CONNECT requests that the sandbox's network policy allows. The gateway starts it, feeds it policies over --control-fd,
-// and restarts it if it dies. See docs/policy.md ("Egress").
+// HTTP and CONNECT requests that the sandbox's network policy allows. The gateway starts it, feeds it
+// policies over --control-fd, and restarts it if it dies. See docs/policy.md ("Egress").
 #include <signal.h>
 #include <sys/prctl.h>
 

@@ -41,8 +41,8 @@ const char* status_text(unsigned status) {
 
 }  // namespace
 
-proxy_connection::proxy_connection(asio::ip::tcp::socket client,
-                                   std::shared_ptr<sandbox_egress> box, egress_server& server)
+proxy_connection::proxy_connection(asio::ip::tcp::socket client, std::shared_ptr<sandbox_egress> box,
+                                   egress_server& server)
     : client_(std::move(client)),
       upstream_(client_.get_executor()),
       box_(std::move(box)),
