@@ -238,6 +238,25 @@ class Egress(SandboxTestCase):
         self.assertNotIn("egress", r["stdout"], r)
         self.assertFalse(os.path.exists(os.path.join(self.gw.state_dir, "run", self.a, "egress.sock")))
 
+    def test_the_socket_cannot_be_taken_or_shared_from_inside(self):
+        # What the proxy accepts on is pid 1's socket: a program inside can neither copy it out
+        # of pid 1 (pidfd_getfd, /proc/1/fd), nor bind beside it (SO_REUSEPORT), nor listen on it.
+        attack = ("python3 -c '\nimport ctypes, os, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                  "try:\n    pidfd = os.pidfd_open(1)\n"
+                  "    print(\"getfd\", libc.syscall(438, pidfd, 3, 0), ctypes.get_errno())\n"
+                  "except OSError as e:\n    print(\"pidfd_open\", e.errno)\n"
+                  "try:\n    print(\"fds\", os.listdir(\"/proc/1/fd\"))\nexcept OSError as e:\n"
+                  "    print(\"fds\", e.errno)\n"
+                  "s = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n"
+                  "try:\n    s.bind((\"127.0.0.1\", 3128))\n    print(\"bound\")\nexcept OSError as e:\n"
+                  "    print(\"bind\", e.errno)\n'")
+        lines = self.cmd(self.a, attack)["stdout"].splitlines()
+        self.assertEqual(len(lines), 3, lines)
+        took = lines[0].split()
+        self.assertTrue(took[0] == "pidfd_open" or took[1] == "-1", lines)  # refused, whichever way
+        self.assertEqual(lines[1], "fds 13", lines)  # EACCES
+        self.assertEqual(lines[2], "bind 98", lines)  # EADDRINUSE
+
     # --- the ceiling and KERNEL_NETWORK -----------------------------------------------------
     def test_create_above_the_ceiling_is_403_naming_the_host(self):
         status, body = self.gw.request("POST", "api/sandboxes",

@@ -74,8 +74,10 @@ void egress_proxy::spawn() {
     if (pid == pid_) on_exit(status);
   });
   do_read();
-  for (const auto& [id, set] : sets_)
-    send(set.message, set.listener.get());
+  for (auto& [id, set] : sets_) {
+    set.proxy_has_listener = false;  // a new proxy has none yet
+    send_set(set);
+  }
 }
 
 void egress_proxy::on_exit(int status) {
@@ -98,14 +100,21 @@ void egress_proxy::on_exit(int status) {
 void egress_proxy::set(const std::string& sandbox_id, const std::string& principal,
                        sandboxing::unique_fd listener, const json& policy) {
   auto& entry = sets_[sandbox_id];
-  if (listener) entry.listener = std::move(listener);
-  entry.message = {{"op", "set"},
-                   {"sandbox_id", sandbox_id},
-                   {"principal", principal},
-                   {"policy", policy},
-                   {"listener", static_cast<bool>(entry.listener)}};
+  if (listener) {
+    entry.listener = std::move(listener);
+    entry.proxy_has_listener = false;
+  }
+  entry.message = {{"op", "set"}, {"sandbox_id", sandbox_id}, {"principal", principal}, {"policy", policy}};
   if (pid_ < 0) return start();  // a proxy that starts sends every set
-  send(entry.message, entry.listener.get());
+  send_set(entry);
+}
+
+void egress_proxy::send_set(sandbox_set& entry) {
+  // The listener goes along once per proxy; later sets change the policy only.
+  const bool with_listener = entry.listener && !entry.proxy_has_listener;
+  entry.message["listener"] = with_listener;
+  send(entry.message, with_listener ? entry.listener.get() : -1);
+  entry.proxy_has_listener = entry.proxy_has_listener || with_listener;
 }
 
 bool egress_proxy::has_listener(const std::string& sandbox_id) const {

@@ -57,9 +57,20 @@ class egress_proxy {
   [[nodiscard]] pid_t pid() const noexcept { return pid_; }
 
  private:
+  struct sandbox_set {
+    nlohmann::json message;
+    sandboxing::unique_fd listener;   // the gateway's copy, for every proxy it starts
+    bool proxy_has_listener = false;  // the running proxy got it
+  };
+  struct frame {
+    std::string bytes;
+    sandboxing::unique_fd descriptor;  // a copy, closed once sent
+  };
+
   void spawn();
   void on_exit(int status);
   void do_read();
+  void send_set(sandbox_set& entry);
   // Queues a frame; `descriptor` (when valid) goes with its first byte.
   void send(const nlohmann::json& message, int descriptor = -1);
   void do_write();
@@ -76,14 +87,6 @@ class egress_proxy {
   pid_t pid_ = -1;
   bool stopping_ = false;
   unsigned quick_restarts_ = 0;
-  struct sandbox_set {
-    nlohmann::json message;
-    sandboxing::unique_fd listener;
-  };
-  struct frame {
-    std::string bytes;
-    sandboxing::unique_fd descriptor;  // a copy, closed once sent
-  };
   std::map<std::string, sandbox_set> sets_;  // sandbox id -> its last set, sent again after a restart
   connection_listener listener_;
   std::array<char, 64 * 1024> read_buf_{};

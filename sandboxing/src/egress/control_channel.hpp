@@ -1,9 +1,13 @@
 // The gateway's channel to sandgate-egress: an inherited unix stream socket
 // carrying u32 big-endian length + JSON frames both ways (the framing of the
 // sandbox control protocol). The gateway sends
-//   {"op":"set","sandbox_id":..,"principal":..,"socket":"<run dir>/egress.sock","policy":{..}}
+//   {"op":"set","sandbox_id":..,"principal":..,"policy":{..},"listener":true}
 //   {"op":"remove","sandbox_id":..}
-// and gets {"event":"set","sandbox_id":..,"error":""} for each set, and
+// "listener": true when the frame's first byte carries a descriptor
+// (SCM_RIGHTS): the sandbox's socket on 127.0.0.1:3128 in its own network
+// namespace, which the proxy accepts on from then on (see the supervisor's
+// egress_port.hpp); false: the policy changes, the socket stays. The gateway
+// gets {"event":"set","sandbox_id":..,"error":""} for each set, and
 // {"event":"connection",...} for every connection that ended or was refused.
 // The proxy exits when the gateway's end closes.
 #pragma once
