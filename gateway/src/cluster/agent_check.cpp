@@ -1,6 +1,6 @@
 #include "agent_check.hpp"
 
-#include "../http/server.hpp"
+#include "../util/listen.hpp"
 
 #include <gateway/log.hpp>
 

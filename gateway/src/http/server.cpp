@@ -1,5 +1,6 @@
 #include "server.hpp"
 
+#include "../util/listen.hpp"
 #include "http_session.hpp"
 
 #include <gateway/log.hpp>
@@ -8,17 +9,6 @@ namespace sandgate::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
-
-void listen_on(tcp::acceptor& acceptor, const tcp::endpoint& ep) {
-  boost::system::error_code ec;
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    throw std::runtime_error("cannot listen on " + ep.address().to_string() + ":" +
-                             std::to_string(ep.port()) + ": " + ec.message());
-}
 
 server::server(asio::io_context& io, const tcp::endpoint& ep, router& r, http_limits limits,
                asio::ssl::context* tls)

@@ -42,9 +42,6 @@ struct http_limits {
   ws_limits ws;  // of the WebSockets its connections become
 };
 
-// Opens, binds and listens; throws std::runtime_error naming the address.
-void listen_on(boost::asio::ip::tcp::acceptor& acceptor, const boost::asio::ip::tcp::endpoint& ep);
-
 class server {
  public:
   // `tls`: serve https/wss with this context; null for plain http.
