@@ -3,20 +3,17 @@
 #include "../util/metrics.hpp"
 
 #include "child_processes.hpp"
+#include "egress_socket.hpp"
 
 #include <gateway/log.hpp>
 #include <sandboxing/base64.hpp>
-#include <sandboxing/network_policy.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <netinet/in.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cerrno>
@@ -303,14 +300,8 @@ sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& erro
             "): " + std::generic_category().message(errno);
     return {};
   }
-  // It must be what the supervisor says it is: a TCP socket on 127.0.0.1:3128.
-  sockaddr_in addr{};
-  socklen_t len = sizeof addr;
-  if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len != sizeof addr ||
-      addr.sin_family != AF_INET || ntohs(addr.sin_port) != sandboxing::egress_proxy_port ||
-      ntohl(addr.sin_addr.s_addr) != INADDR_LOOPBACK) {
-    error = "descriptor " + std::to_string(*egress_fd_) +
-            " of the supervisor is not its 127.0.0.1:" + std::to_string(sandboxing::egress_proxy_port);
+  if (const auto why = check_egress_socket(listener.get()); !why.empty()) {
+    error = "descriptor " + std::to_string(*egress_fd_) + " of the supervisor: " + why;
     return {};
   }
   return listener;

@@ -13,8 +13,8 @@ void listen_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::tcp::endpoint&
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
-    throw std::runtime_error("cannot listen on " + ep.address().to_string() + ":" + std::to_string(ep.port()) +
-                             ": " + ec.message());
+    throw std::runtime_error("cannot listen on " + ep.address().to_string() + ":" +
+                             std::to_string(ep.port()) + ": " + ec.message());
 }
 
 }  // namespace sandgate::gateway
