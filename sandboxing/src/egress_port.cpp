@@ -49,6 +49,11 @@ void egress_port::refuse_waiting() {
     if (!client) return;
     // A fresh socket's buffer takes it whole; what it does not take is dropped.
     (void)!::send(client.get(), reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    // What the client sent already is read, so that the close is an end, not a reset that
+    // could reach it before the answer does.
+    char request[4096];
+    for (int i = 0; i < 16 && ::recv(client.get(), request, sizeof request, MSG_DONTWAIT) > 0; ++i) {
+    }
   }
 }
 
