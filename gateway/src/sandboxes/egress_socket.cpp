@@ -13,13 +13,12 @@
 namespace sandgate::gateway {
 
 std::string check_egress_socket(int fd) {
-  const std::string port = std::to_string(sandboxing::egress_proxy_port);
   sockaddr_in addr{};
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len != sizeof addr ||
       addr.sin_family != AF_INET || ntohs(addr.sin_port) != sandboxing::egress_proxy_port ||
       ntohl(addr.sin_addr.s_addr) != INADDR_LOOPBACK)
-    return "not a socket bound to 127.0.0.1:" + port;
+    return "not a socket bound to 127.0.0.1:" + std::to_string(sandboxing::egress_proxy_port);
   int type = 0;
   len = sizeof type;
   if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)

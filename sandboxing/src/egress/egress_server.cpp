@@ -12,26 +12,6 @@ namespace sandgate::egress {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-namespace {
-
-// Checks that `fd` is a TCP socket (a sandbox's 127.0.0.1:3128) and makes it
-// listen: a no-op when its supervisor already does. Returns an error text, or "".
-std::string listen_on(int fd) {
-  int type = 0;
-  int domain = 0;
-  socklen_t len = sizeof type;
-  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
-    return "the listener is not a stream socket";
-  len = sizeof domain;
-  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
-      (domain != AF_INET && domain != AF_INET6))
-    return "the listener is not a TCP socket";
-  if (::listen(fd, 128) != 0) return std::string("listen: ") + std::generic_category().message(errno);
-  return "";
-}
-
-}  // namespace
-
 egress_server::egress_server(asio::io_context& io, name_resolver& resolver, event_sink sink)
     : io_(io), resolver_(resolver), sink_(std::move(sink)), host_own_(host_addresses()) {}
 
@@ -39,28 +19,12 @@ std::string egress_server::set(const std::string& id, const std::string& princip
                                sandboxing::unique_fd listener, const sandboxing::network_policy& policy) {
   auto& box = boxes_[id];
   if (!box) box = std::make_shared<sandbox_egress>();
-  if (listener) {
-    std::string error = listen_on(listener.get());
-    if (error.empty()) {
-      auto acceptor = std::make_unique<tcp::acceptor>(io_);
-      boost::system::error_code ec;
-      acceptor->assign(tcp::v4(), listener.get(), ec);
-      if (ec) error = "the listener: " + ec.message();
-      if (error.empty()) {
-        (void)listener.release();  // the acceptor owns it now
-        if (box->acceptor) box->acceptor->close(ec);
-        box->acceptor = std::move(acceptor);
-        ++box->acceptor_generation;
-        do_accept(box);
-      }
-    }
-    if (!error.empty()) {
-      if (!box->acceptor) boxes_.erase(id);
-      return error;
-    }
-  } else if (!box->acceptor) {
-    boxes_.erase(id);
-    return "a new sandbox needs its listener";
+  const std::string error = listener        ? accept_on(box, std::move(listener))
+                            : box->acceptor ? std::string()
+                                            : std::string("a new sandbox needs its listener");
+  if (!error.empty()) {
+    if (!box->acceptor) boxes_.erase(id);
+    return error;
   }
   box->id = id;
   box->principal = principal;
@@ -69,6 +33,23 @@ std::string egress_server::set(const std::string& id, const std::string& princip
   // New connections follow the new policy already; open ones it no longer allows end now.
   for (auto& [raw, weak] : std::map(box->connections))
     if (auto c = weak.lock()) c->recheck();
+  return "";
+}
+
+std::string egress_server::accept_on(const std::shared_ptr<sandbox_egress>& box,
+                                     sandboxing::unique_fd listener) {
+  // The gateway checked what it is (check_egress_socket); listening is a
+  // no-op when the sandbox's supervisor already does.
+  if (::listen(listener.get(), 128) != 0) return "listen: " + std::generic_category().message(errno);
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  boost::system::error_code ec;
+  acceptor->assign(tcp::v4(), listener.get(), ec);
+  if (ec) return "the listener: " + ec.message();
+  (void)listener.release();  // the acceptor owns it now
+  if (box->acceptor) box->acceptor->close(ec);
+  box->acceptor = std::move(acceptor);
+  ++box->acceptor_generation;
+  do_accept(box);
   return "";
 }
 

@@ -58,6 +58,9 @@ class egress_server {
   void report(nlohmann::json event) { sink_(std::move(event)); }
 
  private:
+  // Accepts for `box` on `listener` from now on, replacing its acceptor;
+  // returns an error text, or "".
+  std::string accept_on(const std::shared_ptr<sandbox_egress>& box, sandboxing::unique_fd listener);
   void do_accept(const std::shared_ptr<sandbox_egress>& box);
 
   boost::asio::io_context& io_;
