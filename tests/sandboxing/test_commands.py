@@ -15,8 +15,10 @@ import threading
 import time
 import unittest
 
-import test_sandbox as base
-from test_sandbox import host_processes_with, make_policy, supervised
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import test_sandbox as base  # noqa: E402
+from procfs import rss_kib  # noqa: E402
+from test_sandbox import host_processes_with, make_policy, supervised  # noqa: E402
 
 
 def poll_until(predicate, timeout, what):
@@ -249,14 +251,6 @@ class extend_tests(unittest.TestCase):
             self.assertTrue(s.client.request("ping")["ok"])
 
 
-def vm_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for {pid}")
-
-
 def statically_linked(path):
     """True when the ELF file has no program interpreter (the product build; sanitizer builds are dynamic)."""
     import struct
@@ -284,8 +278,8 @@ class memory_tests(unittest.TestCase):
             code = "import sys\nb = b'y' * 65536\nfor i in range(128): sys.stdout.buffer.write(b)\n"
             c = command(s.client, "burst", ["/usr/bin/python3", "-c", code], output_limit=16 << 20).wait()
             self.assertEqual(len(c.stdout), 8 << 20)
-            poll_until(lambda: vm_rss_kib(outer) < limit and vm_rss_kib(sup) < limit, 10,
-                       lambda: f"outer ({vm_rss_kib(outer)} KiB) and supervisor ({vm_rss_kib(sup)} KiB) "
+            poll_until(lambda: rss_kib(outer) < limit and rss_kib(sup) < limit, 10,
+                       lambda: f"outer ({rss_kib(outer)} KiB) and supervisor ({rss_kib(sup)} KiB) "
                                "below 1 MiB once quiet")
             # and they still work from there
             self.assertTrue(s.client.request("ping")["ok"])
