@@ -19,9 +19,9 @@ std::string egress_server::set(const std::string& id, const std::string& princip
                                sandboxing::unique_fd listener, const sandboxing::network_policy& policy) {
   auto& box = boxes_[id];
   if (!box) box = std::make_shared<sandbox_egress>();
-  const std::string error = listener        ? accept_on(box, std::move(listener))
-                            : box->acceptor ? std::string()
-                                            : std::string("a new sandbox needs its listener");
+  std::string error = listener        ? accept_on(box, std::move(listener))
+                      : box->acceptor ? std::string()
+                                      : std::string("a new sandbox needs its listener");
   if (!error.empty()) {
     if (!box->acceptor) boxes_.erase(id);
     return error;
