@@ -6,7 +6,10 @@ A local HTTP server on 127.0.0.1 serves N MiB; curl fetches it on the host
 (-> 127.0.0.1 via --egress-hosts-file), through the proxy, which accepts on
 the sandbox's 127.0.0.1:3128 (proxied); and, for what a sandbox costs by
 itself, a server inside the sandbox serves the same to a curl beside it over
-the sandbox's own loopback (no proxy: "inside"). The three in turn, each run. The sandbox may use
+the sandbox's own loopback (no proxy: "inside"); and, as the floor for any
+relay outside the sandbox, through the cheapest relay there is: a few lines
+on the host that splice(2) each direction through a 1 MiB pipe, no policy,
+no parsing ("floor"). The four in turn, each run. The sandbox may use
 every CPU (limits.cpu), so that its CPU limit does not bound it where the
 host's curl has none. Reports throughput (median of the runs), time to first
 byte of a tiny response (p50 of many), the proxy's and the supervisor's CPU
@@ -18,12 +21,15 @@ usage: SANDGATE_BUILD_DIR=build tests/bench/egress_bench.py [--mib 100] [--runs 
 
 import argparse
 import copy
+import fcntl
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "security"))
@@ -55,6 +61,41 @@ while True:
 """
 
 
+def floor_relay(upstream_port):
+    """A relay on 127.0.0.1 of the host to upstream_port that does nothing but
+    splice(2) bytes each way, 1 MiB per call: what relaying costs by itself.
+    Returns its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pump(src, dst):
+        r, w = os.pipe()
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
+        try:
+            while (n := os.splice(src.fileno(), w, 1 << 20)) > 0:
+                while n > 0:
+                    n -= os.splice(r, dst.fileno(), n)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        finally:
+            os.close(r)
+            os.close(w)
+
+    def serve():
+        while True:
+            client, _ = listener.accept()
+            upstream = socket.create_connection(("127.0.0.1", upstream_port))
+            down = threading.Thread(target=pump, args=(upstream, client), daemon=True)
+            down.start()
+            threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+            down.join()
+            client.close()
+            upstream.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -69,6 +110,7 @@ def main():
     args = ap.parse_args()
     srv = egress_servers.serve()
     port = srv.server_address[1]
+    relay_port = floor_relay(port)
     work = tempfile.mkdtemp(prefix="sandgate-egress-bench-")
     hosts = os.path.join(work, "hosts")
     with open(hosts, "w") as f:
@@ -101,7 +143,7 @@ def main():
         supervisor = int(open(f"/proc/{outer}/task/{outer}/children").read().split()[0])
         fmt = "-w '%{speed_download} %{time_starttransfer}\\n'"
         load_before = os.getloadavg()
-        direct, proxied, inside, cpu_proxy, cpu_sup = [], [], [], [], []
+        direct, proxied, inside, floor, cpu_proxy, cpu_sup = [], [], [], [], [], []
         server_inside = INSIDE_SERVER.replace("N\n", f"{args.mib << 20}\n")
         inside_cmd = (f"rm -f /tmp/bench-port; python3 -c '{server_inside}' & "
                       "for i in $(seq 500); do [ -e /tmp/bench-port ] && break; sleep 0.01; done; "
@@ -116,21 +158,27 @@ def main():
             cpu_proxy.append((cpu_s(proxy) - p0) / args.mib)
             cpu_sup.append((cpu_s(supervisor) - s0) / args.mib)
             inside.append(float(in_sandbox(inside_cmd).split()[0]))
+            out = subprocess.run(f"curl -sS -o /dev/null {fmt} http://127.0.0.1:{relay_port}{big}", shell=True,
+                                 capture_output=True, text=True, check=True).stdout
+            floor.append(float(out.split()[0]))
         loop = f"for i in $(seq {args.ttfb}); do curl -sS -o /dev/null -w '%{{time_starttransfer}}\\n' URL; done"
         host_ttfb = subprocess.run(loop.replace("URL", f"http://127.0.0.1:{port}/hello"), shell=True,
                                    capture_output=True, text=True, check=True).stdout.split()
         box_ttfb = in_sandbox(loop.replace("URL", f"http://bench.test:{port}/hello")).split()
         d, p = statistics.median(direct) / 2**20, statistics.median(proxied) / 2**20
         i = statistics.median(inside) / 2**20
+        f = statistics.median(floor) / 2**20
         h50, b50 = statistics.median(map(float, host_ttfb)) * 1e3, statistics.median(map(float, box_ttfb)) * 1e3
         result = {
             "mib": args.mib, "runs": args.runs,
             "direct_mib_s": round(d, 1),
             "proxied_mib_s": round(p, 1), "ratio": round(p / d, 2),
+            "floor_mib_s": round(f, 1), "floor_ratio": round(f / d, 2), "proxied_vs_floor": round(p / f, 2),
             "inside_mib_s": round(i, 1), "inside_ratio": round(i / d, 2), "proxied_vs_inside": round(p / i, 2),
             "runs_mib_s": {"direct": [round(x / 2**20) for x in direct],
                            "proxied": [round(x / 2**20) for x in proxied],
-                           "inside": [round(x / 2**20) for x in inside]},
+                           "inside": [round(x / 2**20) for x in inside],
+                           "floor": [round(x / 2**20) for x in floor]},
             "ttfb_direct_p50_ms": round(h50, 3), "ttfb_proxied_p50_ms": round(b50, 3),
             "ttfb_added_p50_ms": round(b50 - h50, 3),
             "proxy_cpu_ms_per_mib": round(statistics.median(cpu_proxy) * 1e3, 3),
