@@ -33,13 +33,27 @@ DNS = egress_dns.DnsServer()
 HTTP = egress_servers.serve()
 HTTPS, CA_FILE = egress_servers.tls_server(WORK, ["secure.test"])
 P, PS = HTTP.server_address[1], HTTPS.server_address[1]
+# A server that speaks first (a banner, as SMTP or SSH do), then echoes one line.
+BANNER = socket.create_server(("127.0.0.1", 0))
+PB = BANNER.getsockname()[1]
+
+
+def banner_loop():
+    while True:
+        c, _ = BANNER.accept()
+        with c:
+            c.sendall(b"220 banner\n")
+            c.sendall(b"echo " + c.recv(100))
+
+
+threading.Thread(target=banner_loop, daemon=True).start()
 egress_servers.Handler.redirect_to = f"http://evil.test:{P}/hello"
 
-CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS],
+CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB],
            "max_connections": 16, "bytes_per_second": 1 << 30}
 # A: the test servers by name. B: the same names but no cidrs, so loopback is refused.
 NET_A = {"mode": "allow", "hosts": ["files.test", "secure.test", "rebind.test", "flip.test", "flop.test"],
-         "cidrs": ["127.0.0.1/32"], "ports": [P, PS]}
+         "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB]}
 NET_B = {"mode": "allow", "hosts": ["*.test"], "ports": [P, PS]}
 FORCE_PROXY = "--noproxy '' -x http://127.0.0.1:3128"
 PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
@@ -48,6 +62,32 @@ PROXY_PROBE = ("python3 -c '\nimport os, socket\n"
                "print(str(sorted(k for k in os.environ if k.lower().endswith(\"_proxy\"))).replace(\" \", \"\"))\n"
                "try:\n    socket.create_connection((\"127.0.0.1\", 3128), timeout=5).close()\n"
                "    print(\"connected\")\nexcept OSError as e:\n    print(e.errno)'")
+
+
+# Through a tunnel to secure.test, a TLS hello naming each argument ("-": none); prints
+# "NAME => " and the status line, or the error.
+SNI_PROBE = """
+import socket, ssl, sys
+port = int(sys.argv[1])
+def attempt(name):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT secure.test:%d HTTP/1.1\\r\\nHost: secure.test\\r\\n\\r\\n" % port)
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        head += s.recv(1)
+    if not head.startswith(b"HTTP/1.1 200"):
+        return head.decode()
+    ctx = ssl.create_default_context(cafile="/workspace/ca.pem")
+    ctx.check_hostname = False
+    try:
+        t = ctx.wrap_socket(s, server_hostname=None if name == "-" else name)
+        t.sendall(b"GET /sni HTTP/1.0\\r\\nHost: secure.test\\r\\n\\r\\n")
+        return t.recv(300).split(b"\\r\\n")[0].decode()
+    except (ssl.SSLError, OSError) as e:
+        return type(e).__name__ + ": " + str(e)
+for name in sys.argv[2:]:
+    print(name, "=>", attempt(name))
+"""
 
 
 def egress_policy():
@@ -163,13 +203,53 @@ class Egress(SandboxTestCase):
         self.assertEqual(net["mode"], "allow")
         self.assertEqual(net["hosts"], NET_A["hosts"])
         self.assertEqual(net["cidrs"], ["127.0.0.1/32"])
-        self.assertEqual(net["ports"], sorted([P, PS]))
+        self.assertEqual(net["ports"], sorted([P, PS, PB]))
 
     def test_the_proxy_starts_with_the_gateway(self):
         # Its ceiling allows egress: the proxy runs before any sandbox asks for it.
         events = [e.get("event") for e in self.gw.log_events()]
         self.assertNotIn("egress_proxy_failed", events)
         self.assertLess(events.index("egress_proxy_started"), events.index("sandbox_created"), events[:20])
+
+    def test_a_tls_hello_naming_a_server_not_allowed_gets_an_alert(self):
+        """A tunnel to an allowed name whose TLS hello names a server the policy does not
+        allow (a shared address reached under another name) gets a TLS alert and never
+        reaches the host; a hello naming the tunnel's host (in any case, with a final dot),
+        another allowed host, or no server at all goes through."""
+        self.put_file(self.a, "sni.py", SNI_PROBE.encode())
+        names = ["secure.test", "SECURE.Test.", "files.test", "evil.test", "-"]
+        seen_before = len(egress_servers.Handler.seen)
+        r = self.cmd(self.a, f"python3 /workspace/sni.py {PS} " + " ".join(names))
+        self.assertEqual(r["exit_code"], 0, r)
+        got = dict(line.split(" => ", 1) for line in r["stdout"].splitlines())
+        for name in ["secure.test", "SECURE.Test.", "files.test", "-"]:
+            self.assertEqual(got[name], "HTTP/1.1 200 OK", name)
+        self.assertIn("SSLError", got["evil.test"])
+        self.assertIn("access denied", got["evil.test"].lower())
+        # Four requests reached the server, the refused hello's never did.
+        self.assertEqual(len([h for h in egress_servers.Handler.seen[seen_before:] if h[1] == "/sni"]), 4)
+        wait_until(lambda: any("TLS server name evil.test" in e.get("reason", "")
+                               for e in self.audit_lines("egress.refused")), 10, "the audit entry")
+        entry = [e for e in self.audit_lines("egress.refused") if "TLS server name evil.test" in e.get("reason", "")][0]
+        self.assertEqual((entry["host"], entry["server_name"], entry["sandbox_id"]), ("secure.test", "evil.test", self.a))
+        self.assertIn("not in the sandbox's allowed hosts", entry["reason"])
+
+    def test_a_tunnel_to_a_server_that_speaks_first(self):
+        """The host's first bytes reach the sandbox before it sends any (the proxy holds
+        only the sandbox's side until it knows whether a TLS hello comes)."""
+        script = ("import socket\n"
+                  "s = socket.create_connection((\"127.0.0.1\", 3128), timeout=10)\n"
+                  f"s.sendall(b\"CONNECT files.test:{PB} HTTP/1.1\\r\\n\\r\\n\")\n"
+                  "f = s.makefile(\"rb\")\n"
+                  "assert f.readline().startswith(b\"HTTP/1.1 200\")\n"
+                  "while f.readline() != b\"\\r\\n\": pass\n"
+                  "print(f.readline().decode().strip())\n"
+                  "s.sendall(b\"hi\\n\")\n"
+                  "print(f.readline().decode().strip())\n")
+        self.put_file(self.a, "banner.py", script.encode())
+        r = self.cmd(self.a, "python3 /workspace/banner.py")
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertEqual(r["stdout"].splitlines(), ["220 banner", "echo hi"])
 
     # --- refused ----------------------------------------------------------------------------
     def test_host_outside_the_list_gets_403_naming_it(self):

@@ -176,6 +176,7 @@ void sandbox_manager::on_egress_connection(const json& event) {
                   {"method", event.value("method", "")},
                   {"host", event.value("host", "")},
                   {"port", event.value("port", 0)},
+                  {"server_name", event.value("server_name", "")},
                   {"address", event.value("address", "")},
                   {"bytes_sent", event.value("bytes_up", std::uint64_t{0})},
                   {"bytes_received", event.value("bytes_down", std::uint64_t{0})},

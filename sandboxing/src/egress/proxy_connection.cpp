@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 
+#include "client_hello.hpp"
 #include "sandboxing/egress_rules.hpp"
 
 namespace sandgate::egress {
@@ -159,42 +160,112 @@ void proxy_connection::on_connected() {
   const std::string early(static_cast<const char*>(data.data()), data.size());  // sent after the head
   buffer_.consume(buffer_.size());
   auto self = shared_from_this();
-  auto begin_relay = [self](const error_code& ec, std::size_t) {
+  if (target_.tunnel) {
+    // The sandbox's first bytes wait until its TLS hello (if it sends one) is
+    // checked; the host's side flows at once, for protocols where it speaks first.
+    hello_ = early;
+    pending_ = "HTTP/1.1 200 Connection established\r\n\r\n";
+    asio::async_write(client_, asio::buffer(pending_), [self](const error_code& ec, std::size_t) {
+      if (ec) return self->finish("allowed", "");
+      if (!self->start_relay()) return;
+      self->relay(down);
+      self->inspect_hello();
+    });
+    return;
+  }
+  pending_ = upstream_head(parser_->get(), target_) + early;
+  bytes_up_ += pending_.size();
+  asio::async_write(upstream_, asio::buffer(pending_), [self](const error_code& ec, std::size_t) {
     if (ec) return self->finish("allowed", "");
-    try {
-      self->up_pump_.emplace(relay_pipe_bytes);
-      self->down_pump_.emplace(relay_pipe_bytes);
-    } catch (const std::system_error& e) {
-      return self->finish("closed", std::string("the proxy cannot relay: ") + e.what());
-    }
-    error_code nb;
-    // Larger batches per splice and per wake-up of the client (capped by net.core.wmem_max).
-    self->client_.set_option(asio::socket_base::send_buffer_size(relay_socket_buffer_bytes), nb);
-    self->client_.native_non_blocking(true, nb);
-    if (!nb) self->upstream_.native_non_blocking(true, nb);
-    if (nb) return self->finish("closed", "the proxy cannot relay: " + nb.message());
+    if (!self->start_relay()) return;
     self->relay(up);
     self->relay(down);
-    self->arm_idle();
-  };
-  if (target_.tunnel) {
-    pending_ = "HTTP/1.1 200 Connection established\r\n\r\n";
-    asio::async_write(client_, asio::buffer(pending_),
-                      [self, early, begin_relay](const error_code& ec, std::size_t) {
-                        if (ec || early.empty()) return begin_relay(ec, 0);
-                        self->pending_ = early;
-                        self->bytes_up_ += early.size();
-                        asio::async_write(self->upstream_, asio::buffer(self->pending_), begin_relay);
-                      });
-  } else {
-    pending_ = upstream_head(parser_->get(), target_) + early;
-    bytes_up_ += pending_.size();
-    asio::async_write(upstream_, asio::buffer(pending_), begin_relay);
+  });
+}
+
+bool proxy_connection::start_relay() {
+  try {
+    up_pump_.emplace(relay_pipe_bytes);
+    down_pump_.emplace(relay_pipe_bytes);
+  } catch (const std::system_error& e) {
+    finish("closed", std::string("the proxy cannot relay: ") + e.what());
+    return false;
   }
+  error_code nb;
+  // Larger batches per splice and per wake-up of the client (capped by net.core.wmem_max).
+  client_.set_option(asio::socket_base::send_buffer_size(relay_socket_buffer_bytes), nb);
+  client_.native_non_blocking(true, nb);
+  if (!nb) upstream_.native_non_blocking(true, nb);
+  if (nb) {
+    finish("closed", "the proxy cannot relay: " + nb.message());
+    return false;
+  }
+  arm_idle();
+  return true;
+}
+
+void proxy_connection::inspect_hello() {
+  if (done_) return;
+  const auto scan = scan_client_hello(hello_);
+  using kind = client_hello_scan::kind;
+  if (scan.what == kind::malformed) return refuse_tunnel("a malformed TLS ClientHello: " + scan.error);
+  if (scan.what == kind::named) {
+    server_name_ = sb::normalize_host(scan.server_name);
+    if (const auto d = name_allowed(); !d.allowed) return refuse_tunnel(d.reason);
+  }
+  if (scan.what != kind::need_more) {
+    // Checked (or not TLS): what was held goes first, then the relay takes over.
+    pending_ = std::move(hello_);
+    hello_.clear();
+    bytes_up_ += pending_.size();
+    return asio::async_write(upstream_, asio::buffer(pending_),
+                             [self = shared_from_this()](const error_code& ec, std::size_t) {
+                               if (ec) return self->finish("allowed", "");
+                               self->relay(up);
+                             });
+  }
+  client_.async_read_some(
+      asio::buffer(hello_chunk_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
+        if (self->done_) return;
+        if (ec == asio::error::eof && self->hello_.empty()) {  // ended without sending: half-close
+          ::shutdown(self->upstream_.native_handle(), SHUT_WR);
+          if (--self->halves_open_ == 0) self->finish("allowed", "");
+          return;
+        }
+        if (ec == asio::error::eof)
+          return self->finish("closed", "the sandbox ended inside its TLS ClientHello");
+        if (ec) return self->finish("allowed", "");
+        self->hello_.append(self->hello_chunk_.data(), n);
+        self->last_activity_ = std::chrono::steady_clock::now();
+        self->inspect_hello();
+      });
+}
+
+sb::egress_decision proxy_connection::name_allowed() const {
+  if (server_name_.empty() || server_name_ == target_.host) return {true, ""};
+  auto d = sb::check_target(box_->policy, server_name_, target_.port, server_.host_own());
+  if (!d.allowed)
+    d.reason =
+        "the TLS server name " + server_name_ + " is not the tunnel's host " + target_.host + ": " + d.reason;
+  return d;
+}
+
+void proxy_connection::refuse_tunnel(const std::string& reason) {
+  if (done_) return;
+  // The 200 is sent, so the answer is TLS's own: a fatal access_denied alert.
+  error_code ignored;
+  upstream_.close(ignored);  // nothing more from the host; the relay towards the sandbox stops
+  pending_ = std::string("\x15\x03\x03\x00\x02\x02\x31", 7);
+  asio::async_write(client_, asio::buffer(pending_),
+                    [self = shared_from_this(), reason](const error_code&, std::size_t) {
+                      error_code unused;
+                      self->client_.shutdown(asio::ip::tcp::socket::shutdown_send, unused);
+                      self->finish("refused", reason);
+                    });
 }
 
 void proxy_connection::relay(int way) {
-  if (done_) return;
+  if (done_ || !upstream_.is_open()) return;
   auto& pump = way == up ? *up_pump_ : *down_pump_;
   const int from = way == up ? client_.native_handle() : upstream_.native_handle();
   const int to = way == up ? upstream_.native_handle() : client_.native_handle();
@@ -246,6 +317,7 @@ void proxy_connection::recheck() {
   if (done_ || !address_) return;
   auto d = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
   if (d.allowed) d = sb::check_address(box_->policy, *address_, literal_, server_.host_own());
+  if (d.allowed) d = name_allowed();
   if (!d.allowed) close("the sandbox's network policy changed: " + d.reason);
 }
 
@@ -292,6 +364,7 @@ void proxy_connection::finish(const std::string& verdict, const std::string& rea
                   {"method", method_},
                   {"host", target_.host},
                   {"port", target_.port},
+                  {"server_name", server_name_},
                   {"address", address_           ? sb::to_string(*address_)
                               : refused_address_ ? sb::to_string(*refused_address_)
                                                  : std::string()},

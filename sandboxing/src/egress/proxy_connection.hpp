@@ -2,8 +2,9 @@
 // 100 fields, 10 s), decides with the sandbox's policy, resolves the name
 // itself and checks every address, connects to the address it checked, then
 // relays bytes both ways (the sandbox's rate limit applies) until either side
-// ends. Refusals are an HTTP 403 whose body names the host and the reason.
-// Each connection is reported once, when it ends, to the server's sink.
+// ends. In a CONNECT tunnel, a TLS ClientHello's server name must be the
+// tunnel's host or allowed by the policy too, or the sandbox gets a TLS alert. Refusals are an HTTP 403 whose
+// body names the host and the reason. Each connection is reported once, when it ends, to the server's sink.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -20,6 +21,7 @@
 
 #include "egress_server.hpp"
 #include "proxy_request.hpp"
+#include "sandboxing/egress_rules.hpp"
 #include "splice_pump.hpp"
 
 namespace sandgate::egress {
@@ -52,6 +54,14 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   void on_resolved(const std::string& error, const std::vector<sandboxing::ip_address>& addresses);
   void connect_next();
   void on_connected();
+  // Pipes and non-blocking sockets for the relay; false (and finished) if it cannot.
+  bool start_relay();
+  // In a tunnel: holds the sandbox's first bytes until a TLS hello among them
+  // is complete, refuses one naming a server the policy does not allow, then
+  // starts the relay towards the host with them.
+  void inspect_hello();
+  [[nodiscard]] sandboxing::egress_decision name_allowed() const;
+  void refuse_tunnel(const std::string& reason);
   void refuse(unsigned status, const std::string& reason);
   void finish(const std::string& verdict, const std::string& reason);
   enum : int { up, down };  // sandbox -> host, host -> sandbox
@@ -76,7 +86,10 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   std::optional<sandboxing::ip_address> refused_address_;  // else the first resolved one it refused
   bool literal_ = false;
   std::string first_refusal_;
-  std::string pending_;                 // the response or upstream head being written
+  std::string pending_;  // the response or upstream head being written
+  std::string hello_;    // a tunnel's first bytes, until checked
+  std::array<char, 16 * 1024> hello_chunk_{};
+  std::string server_name_;             // the TLS hello's, normalized
   std::optional<splice_pump> up_pump_;  // once relaying
   std::optional<splice_pump> down_pump_;
   std::uint64_t bytes_up_ = 0;
