@@ -224,21 +224,23 @@ void proxy_connection::inspect_hello() {
                                self->relay(up);
                              });
   }
-  client_.async_read_some(
-      asio::buffer(hello_chunk_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
-        if (self->done_) return;
-        if (ec == asio::error::eof && self->hello_.empty()) {  // ended without sending: half-close
-          ::shutdown(self->upstream_.native_handle(), SHUT_WR);
-          if (--self->halves_open_ == 0) self->finish("allowed", "");
-          return;
-        }
-        if (ec == asio::error::eof)
-          return self->finish("closed", "the sandbox ended inside its TLS ClientHello");
-        if (ec) return self->finish("allowed", "");
-        self->hello_.append(self->hello_chunk_.data(), n);
-        self->last_activity_ = std::chrono::steady_clock::now();
-        self->inspect_hello();
-      });
+  const auto held = hello_.size();  // read straight into the held bytes (scan bounds them at 64 KiB)
+  hello_.resize(held + hello_read_bytes);
+  client_.async_read_some(asio::buffer(hello_.data() + held, hello_read_bytes),
+                          [self = shared_from_this(), held](const error_code& ec, std::size_t n) {
+                            self->hello_.resize(held + (ec ? 0 : n));
+                            if (self->done_) return;
+                            if (ec == asio::error::eof && held == 0) {  // ended without sending: half-close
+                              ::shutdown(self->upstream_.native_handle(), SHUT_WR);
+                              if (--self->halves_open_ == 0) self->finish("allowed", "");
+                              return;
+                            }
+                            if (ec == asio::error::eof)
+                              return self->finish("closed", "the sandbox ended inside its TLS ClientHello");
+                            if (ec) return self->finish("allowed", "");
+                            self->last_activity_ = std::chrono::steady_clock::now();
+                            self->inspect_hello();
+                          });
 }
 
 sb::egress_decision proxy_connection::name_allowed() const {

@@ -35,6 +35,7 @@ inline constexpr std::size_t relay_pipe_bytes = 1024 * 1024;           // per di
 inline constexpr std::size_t relay_turn_bytes = 4 * relay_pipe_bytes;  // then other connections' turn
 inline constexpr std::size_t relay_min_turn_bytes = 16 * 1024;         // when the rate limit leaves less
 inline constexpr int relay_socket_buffer_bytes = 1024 * 1024;          // SO_SNDBUF towards the sandbox
+inline constexpr std::size_t hello_read_bytes = 16 * 1024;             // per read of a tunnel's first bytes
 
 class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
  public:
@@ -86,9 +87,8 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   std::optional<sandboxing::ip_address> refused_address_;  // else the first resolved one it refused
   bool literal_ = false;
   std::string first_refusal_;
-  std::string pending_;  // the response or upstream head being written
-  std::string hello_;    // a tunnel's first bytes, until checked
-  std::array<char, 16 * 1024> hello_chunk_{};
+  std::string pending_;                 // the response or upstream head being written
+  std::string hello_;                   // a tunnel's first bytes, until checked
   std::string server_name_;             // the TLS hello's, normalized
   std::optional<splice_pump> up_pump_;  // once relaying
   std::optional<splice_pump> down_pump_;
