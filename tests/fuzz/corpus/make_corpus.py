@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Seed corpora for the libFuzzer targets, from the unit tests' golden vectors
-(tests/jupyter-protocol/fixtures/golden.json). Rewrites corpus/<target>/.
+(tests/jupyter-protocol/fixtures/golden.json), and for the egress parsers
+TLS ClientHellos Python's ssl writes and proxy request heads. Rewrites
+corpus/<target>/.
     /usr/bin/python3 tests/fuzz/corpus/make_corpus.py
 """
 
@@ -9,6 +11,7 @@ import hashlib
 import hmac
 import json
 import os
+import ssl
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +41,39 @@ def write(target, name, data):
         f.write(data)
 
 
+def client_hello(name):
+    """The first flight of Python's TLS client, naming `name` (or no name)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    obj = ctx.wrap_bio(ssl.MemoryBIO(), out := ssl.MemoryBIO(), server_hostname=name)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+
+
+def egress_seeds():
+    write("fuzz_client_hello", "named", client_hello("files.example.org"))
+    write("fuzz_client_hello", "unnamed", client_hello(None))
+    hello = client_hello("split.example.org")
+    body = hello[5:]
+    split = b"".join(b"\x16\x03\x01" + struct.pack(">H", len(body[i:i + 64])) + body[i:i + 64]
+                     for i in range(0, len(body), 64))
+    write("fuzz_client_hello", "split", split)
+    write("fuzz_client_hello", "ssh", b"SSH-2.0-OpenSSH_9.2\r\n")
+    heads = {
+        "connect": b"CONNECT files.test:443 HTTP/1.1\r\nHost: files.test:443\r\n\r\n",
+        "connect-v6": b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n",
+        "absolute": b"GET http://files.test:8080/a?b#c HTTP/1.1\r\nHost: evil.test\r\nConnection: x-drop\r\n"
+                    b"X-Drop: 1\r\nProxy-Authorization: secret\r\n\r\n",
+        "origin": b"POST /upload HTTP/1.0\r\nHost: Files.Test.:80\r\nContent-Length: 3\r\n\r\nabc",
+        "authority": b"files.test:65535",
+    }
+    for name, head in heads.items():
+        write("fuzz_proxy_request", name, head)
+
+
 def main():
     with open(GOLDEN) as f:
         cases = json.load(f)["cases"]
@@ -50,6 +86,7 @@ def main():
             frame = case[kind]
             write("fuzz_ws_legacy", name + "-" + kind, bytes([1 if frame["binary"] else 0]) + base64.b64decode(frame["data"]))
         write("fuzz_ws_v1", name, base64.b64decode(case["v1"]))
+    egress_seeds()
 
 
 if __name__ == "__main__":

@@ -28,9 +28,14 @@ TEST(proxy_request, authorities) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->authority, "example.com");
   for (const char* bad : {"", "user@host:80", "host:0", "host:65536", "host:", "::1", "[example.com]:80",
-                          "host:80x", "a/b:80", "[::1"})
+                          "host:80x", "a/b:80", "[::1", "files.test..:80", "..", ".", ".:443"})
     EXPECT_FALSE(eg::parse_authority(bad, 80)) << bad;
   EXPECT_FALSE(eg::parse_authority("example.com", 0));  // CONNECT needs a port
+  // One final dot is the name's own (and dropped): the authority parses back to the same host.
+  t = eg::parse_authority("Example.COM.:8080", 80);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->host, "example.com");
+  EXPECT_EQ(eg::parse_authority(t->authority, 80)->host, "example.com");
 }
 
 TEST(proxy_request, connect_and_absolute_uris) {
