@@ -13,7 +13,6 @@ constexpr std::uint16_t type_opt = 41;
 constexpr std::uint16_t flag_response = 0x8000;
 constexpr std::uint16_t flag_truncated = 0x0200;
 constexpr std::uint16_t flag_recursion_desired = 0x0100;
-constexpr std::size_t header_bytes = 12;
 constexpr std::size_t max_pointers = 16;
 constexpr std::size_t max_name_bytes = 255;
 

@@ -72,6 +72,36 @@ def egress_seeds():
     }
     for name, head in heads.items():
         write("fuzz_proxy_request", name, head)
+    for name, (qtype, records) in dns_answers().items():
+        write("fuzz_dns_answer", name, bytes([1 if qtype == 28 else 0]) + records)
+
+
+def dns_answers():
+    """Answers to files.example.org: direct, through a CNAME chain, compressed and not."""
+    def labels(name):
+        return b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0"
+
+    def message(qtype, records, rcode=0):
+        head = struct.pack("!HHHHHH", 0x1234, 0x8180 | rcode, 1, len(records), 0, 0)
+        return head + labels("files.example.org") + struct.pack("!HH", qtype, 1) + b"".join(records)
+
+    def record(owner, rtype, rdata):
+        return owner + struct.pack("!HHIH", rtype, 1, 60, len(rdata)) + rdata
+
+    at_question = b"\xc0\x0c"
+    a = record(at_question, 1, bytes([93, 184, 216, 34]))
+    a2 = record(at_question, 1, bytes([93, 184, 216, 35]))
+    cname = record(at_question, 5, labels("cdn.example.net"))
+    # The CNAME's target is at offset 12 + 19 + 4 + 12 (question, then the CNAME's fixed part).
+    via = record(b"\xc0\x2f", 1, bytes([203, 0, 113, 9]))
+    aaaa = record(at_question, 28, bytes.fromhex("20010db8000000000000000000000001"))
+    return {
+        "a": (1, message(1, [a, a2])),
+        "a-uncompressed": (1, message(1, [record(labels("files.example.org"), 1, bytes([1, 2, 3, 4]))])),
+        "cname": (1, message(1, [cname, via])),
+        "aaaa": (28, message(28, [aaaa])),
+        "nxdomain": (1, message(1, [], rcode=3)),
+    }
 
 
 def main():
