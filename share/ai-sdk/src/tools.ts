@@ -109,7 +109,8 @@ const NETWORK_HELP =
   'urllib/requests use it by themselves). A host that is not allowed is answered by that proxy with ' +
   'HTTP 403 and "sandgate-egress: refused HOST:PORT: reason" (for HTTPS: "Tunnel connection failed: 403"): ' +
   'then the host is not allowed; do not retry it and do not try other hosts, mirrors or IP addresses, ' +
-  'tell the user which host you need (the application can allow it). "Connection refused" or ' +
+  'tell the user which host you need (the application can allow it). A TLS "alert access denied" ' +
+  'through the proxy means the same for the server name the program sent in TLS. "Connection refused" or ' +
   '"network unreachable" means no route: the sandbox has no network, or the program does not use the ' +
   'proxy (Node\'s fetch does not; curl does).';
 
