@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "byte_reader.hpp"
+
 namespace sandgate::egress {
 namespace {
 
@@ -12,42 +14,13 @@ constexpr std::uint16_t server_name_extension = 0;
 constexpr unsigned char host_name_entry = 0;
 constexpr std::size_t max_record_bytes = (1u << 14) + 2048;  // TLSPlaintext, with room for old stacks
 
-// A cursor over a byte string that refuses to read past its end.
-class reader {
- public:
-  explicit reader(std::string_view s) : s_(s) {}
-  [[nodiscard]] std::size_t left() const { return s_.size(); }
-  std::optional<std::uint32_t> number(std::size_t width) {
-    if (s_.size() < width) return std::nullopt;
-    std::uint32_t v = 0;
-    for (std::size_t i = 0; i < width; ++i)
-      v = (v << 8) | static_cast<unsigned char>(s_[i]);
-    s_.remove_prefix(width);
-    return v;
-  }
-  std::optional<std::string_view> bytes(std::size_t n) {
-    if (s_.size() < n) return std::nullopt;
-    auto out = s_.substr(0, n);
-    s_.remove_prefix(n);
-    return out;
-  }
-  // A field of `width` length bytes, then that many bytes.
-  std::optional<std::string_view> vector(std::size_t width) {
-    const auto n = number(width);
-    return n ? bytes(*n) : std::nullopt;
-  }
-
- private:
-  std::string_view s_;
-};
-
 client_hello_scan malformed(std::string why) {
   return {client_hello_scan::kind::malformed, "", std::move(why)};
 }
 
 // The server name of a complete ClientHello body (after its 4-byte header).
 client_hello_scan parse_hello(std::string_view body) {
-  reader r(body);
+  byte_reader r(body);
   if (!r.number(2) || !r.bytes(32)) return malformed("a ClientHello shorter than its fixed fields");
   const auto session = r.vector(1);
   const auto suites = r.vector(2);
@@ -58,7 +31,7 @@ client_hello_scan parse_hello(std::string_view body) {
   if (r.left() == 0) return {client_hello_scan::kind::no_name, "", ""};
   const auto extensions = r.vector(2);
   if (!extensions || r.left() != 0) return malformed("a ClientHello whose extensions do not parse");
-  reader ext(*extensions);
+  byte_reader ext(*extensions);
   std::optional<std::string> name;
   bool seen = false;
   while (ext.left() > 0) {
@@ -68,11 +41,11 @@ client_hello_scan parse_hello(std::string_view body) {
     if (*type != server_name_extension) continue;
     if (seen) return malformed("a ClientHello with two server_name extensions");
     seen = true;
-    reader list(*data);
+    byte_reader list(*data);
     const auto entries = list.vector(2);
     if (!entries || list.left() != 0 || entries->empty())
       return malformed("a server_name extension that does not parse");
-    reader entry(*entries);
+    byte_reader entry(*entries);
     while (entry.left() > 0) {
       const auto kind = entry.number(1);
       const auto value = entry.vector(2);
@@ -98,9 +71,8 @@ client_hello_scan scan_client_hello(std::string_view bytes) {
   if (bytes.size() > max_client_hello_bytes) bytes = bytes.substr(0, max_client_hello_bytes);
   // The handshake message may span records: gather their fragments in order.
   std::string handshake;
-  reader records(bytes);
-  while (records.left() > 0) {
-    if (records.left() < 5) break;
+  byte_reader records(bytes);
+  while (records.left() >= 5) {  // a record's header
     const auto type = records.number(1);
     const auto major = records.number(1);
     records.number(1);  // minor version: any
@@ -113,7 +85,7 @@ client_hello_scan scan_client_hello(std::string_view bytes) {
     if (!fragment) break;
     handshake += *fragment;
     if (handshake.size() >= 4) {
-      reader head(handshake);
+      byte_reader head(handshake);
       const auto msg_type = head.number(1);
       const auto msg_length = head.number(3);
       if (*msg_type != client_hello_type)

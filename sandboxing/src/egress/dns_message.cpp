@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "byte_reader.hpp"
 #include "sandboxing/network_policy.hpp"
 
 namespace sandgate::egress::dns {
@@ -21,28 +22,22 @@ void put16(std::string& out, std::uint16_t v) {
   out.push_back(static_cast<char>(v & 0xff));
 }
 
-// A cursor over a message; every read is checked against its end.
-class reader {
+// A message, with DNS's names on top of the checked reads.
+class reader : public byte_reader {
  public:
-  explicit reader(std::string_view m) : m_(m) {}
+  using byte_reader::byte_reader;
 
   bool u16(std::uint16_t& v) {
-    if (pos_ + 2 > m_.size()) return false;
-    v = static_cast<std::uint16_t>((byte(pos_) << 8) | byte(pos_ + 1));
-    pos_ += 2;
-    return true;
+    const auto n = number(2);
+    if (n) v = static_cast<std::uint16_t>(*n);
+    return n.has_value();
   }
   bool u32(std::uint32_t& v) {
-    std::uint16_t hi = 0, lo = 0;
-    if (!u16(hi) || !u16(lo)) return false;
-    v = (std::uint32_t{hi} << 16) | lo;
-    return true;
+    const auto n = number(4);
+    if (n) v = *n;
+    return n.has_value();
   }
-  bool skip(std::size_t n) {
-    if (pos_ + n > m_.size()) return false;
-    pos_ += n;
-    return true;
-  }
+  bool skip(std::size_t n) { return bytes(n).has_value(); }
   // A possibly compressed name, lower-cased, without the final dot ("" is the root).
   bool name(std::string& out) {
     out.clear();
@@ -50,10 +45,10 @@ class reader {
     std::size_t pointers = 0;
     bool jumped = false;
     for (;;) {
-      if (at >= m_.size()) return false;
+      if (at >= bytes_.size()) return false;
       const unsigned len = byte(at);
       if ((len & 0xc0) == 0xc0) {
-        if (at + 1 >= m_.size() || ++pointers > max_pointers) return false;
+        if (at + 1 >= bytes_.size() || ++pointers > max_pointers) return false;
         const std::size_t target = ((len & 0x3f) << 8) | byte(at + 1);
         if (target >= at) return false;  // only backwards: no loops
         if (!jumped) pos_ = at + 2;
@@ -66,23 +61,17 @@ class reader {
         if (!jumped) pos_ = at + 1;
         return true;
       }
-      if (at + 1 + len > m_.size()) return false;
+      if (at + 1 + len > bytes_.size()) return false;
       if (!out.empty()) out.push_back('.');
       for (std::size_t i = 0; i < len; ++i) {
-        const char c = m_[at + 1 + i];
+        const char c = bytes_[at + 1 + i];
         out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
       }
       if (out.size() > max_name_bytes) return false;
       at += 1 + len;
     }
   }
-  [[nodiscard]] std::size_t pos() const noexcept { return pos_; }
-  [[nodiscard]] std::string_view at(std::size_t n) const { return m_.substr(pos_, n); }
-
- private:
-  [[nodiscard]] unsigned byte(std::size_t i) const { return static_cast<unsigned char>(m_[i]); }
-  std::string_view m_;
-  std::size_t pos_ = 0;
+  [[nodiscard]] std::string_view at(std::size_t n) const { return bytes_.substr(pos_, n); }
 };
 
 struct record {

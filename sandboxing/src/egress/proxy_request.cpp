@@ -44,7 +44,7 @@ std::optional<proxy_target> parse_authority(std::string_view text, std::uint16_t
       port = text.substr(colon + 1);
     }
   }
-  if (host.empty() || host.ends_with("..")) return std::nullopt;  // one final dot is a name's own
+  if (host.empty()) return std::nullopt;
   unsigned value = default_port;
   if (!port.empty() || text.back() == ':') {
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
@@ -53,7 +53,8 @@ std::optional<proxy_target> parse_authority(std::string_view text, std::uint16_t
   }
   if (value == 0) return std::nullopt;
   t.host = sandboxing::normalize_host(host);
-  if (t.host.empty()) return std::nullopt;  // "."
+  // Normalizing drops one final dot, a name's own: what is left must be a host ("." and "a.." are not).
+  if (t.host.empty() || t.host.back() == '.') return std::nullopt;
   t.port = static_cast<std::uint16_t>(value);
   const bool v6 = t.host.find(':') != std::string::npos;
   t.authority = (v6 ? "[" + t.host + "]" : t.host) + (t.port == 80 ? "" : ":" + std::to_string(t.port));
