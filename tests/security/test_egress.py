@@ -228,9 +228,10 @@ class Egress(SandboxTestCase):
         self.assertIn("access denied", got["evil.test"].lower())
         # Four requests reached the server, the refused hello's never did.
         self.assertEqual(len([h for h in egress_servers.Handler.seen[seen_before:] if h[1] == "/sni"]), 4)
-        wait_until(lambda: any("TLS server name evil.test" in e.get("reason", "")
-                               for e in self.audit_lines("egress.refused")), 10, "the audit entry")
-        entry = [e for e in self.audit_lines("egress.refused") if "TLS server name evil.test" in e.get("reason", "")][0]
+        def entries():
+            return [e for e in self.audit_lines("egress.refused") if "TLS server name evil.test" in e.get("reason", "")]
+
+        entry = wait_until(entries, 10, "the audit entry")[0]
         self.assertEqual((entry["host"], entry["server_name"], entry["sandbox_id"]), ("secure.test", "evil.test", self.a))
         self.assertIn("not in the sandbox's allowed hosts", entry["reason"])
 
