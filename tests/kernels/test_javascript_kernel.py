@@ -252,6 +252,37 @@ class JavaScriptKernelTest(WorkspaceKernelTestCase):
         self.assertEqual(shown[2]["metadata"], {"sandgate": 1})
         self.assertIn("<Buffer 6e 6f 74", shown[3]["data"]["text/plain"])
 
+    def test_image_sizes_are_sent_under_the_mime_type(self):
+        png = make_png(6, 4, 2)
+        encoded = base64.b64encode(png).decode()
+        svg = '<svg xmlns="http://www.w3.org/2000/svg"/>'
+        cell = self.kernel.run(
+            f"const sized = Buffer.from('{encoded}', 'base64');\n"
+            "display.png(sized, { width: 160 });\n"
+            "display.jpeg(sized, { width: 20, height: 10, unconfined: true });\n"
+            f"display.svg('{svg}', {{ height: 40 }});\n"
+            "display(sized, { width: 8 });\n"
+            "display.png(sized, { 'image/png': { width: 20 } });\n"
+            "display.png(sized, { width: 160, 'image/png': { width: 20, height: 5 }, sandgate: 1 });\n"
+            "display.png(sized, { sandgate: 2 });\n"
+            "display.png(sized);\n"
+            "display.html('<b>wide</b>', { width: 3 });")
+        self.assertOk(cell)
+        shown = cell.of_type("display_data")
+        self.assertEqual([m["metadata"] for m in shown], [
+            {"image/png": {"width": 160}},
+            {"image/jpeg": {"width": 20, "height": 10, "unconfined": True}},
+            {"image/svg+xml": {"height": 40}},
+            {"image/png": {"width": 8}},
+            {"image/png": {"width": 20}},
+            {"image/png": {"width": 20, "height": 5}, "sandgate": 1},
+            {"sandgate": 2},
+            {},
+            {"width": 3},
+        ])
+        self.assertEqual(shown[0]["data"], {"image/png": encoded, "text/plain": "<PNG image>"})
+        self.assertEqual(shown[2]["data"], {"image/svg+xml": svg, "text/plain": "<SVG image>"})
+
     def test_display_comes_between_the_output_around_it(self):
         cell = self.kernel.run("console.log('before'); display.text('shown'); console.log('after');")
         order = [m["msg_type"] for m in cell.iopub if m["msg_type"] in ("stream", "display_data")]
@@ -377,6 +408,76 @@ class TypeScriptKernelTest(WorkspaceKernelTestCase):
         self.assertIn("TS2322", cell.reply["evalue"])
         cell = self.kernel.run("const other: Named = { nom: 'x' };")
         self.assertEqual(cell.reply["ename"], "TSError")
+
+    def test_a_cell_that_throws_keeps_the_names_it_declared(self):
+        cell = self.kernel.run("const accDeclared: number = 5;\nthrow new Error('after the declaration');")
+        self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("Error", "after the declaration"))
+        self.assertEqual(self.result(self.kernel.run("accDeclared + 1")), "6")
+        cell = self.kernel.run("const notText: string = accDeclared;")
+        self.assertEqual(cell.reply["ename"], "TSError")
+        self.assertIn("TS2322", cell.reply["evalue"])
+        # A rejection nobody handled fails a cell that ran to its end.
+        cell = self.kernel.run("const beforeRejection: number = 2;\nPromise.reject(new Error('nobody handled me'));")
+        self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("Error", "nobody handled me"))
+        self.assertEqual(self.result(self.kernel.run("beforeRejection * 2")), "4")
+
+    def test_declarations_that_did_not_run_are_not_known(self):
+        self.assertOk(self.kernel.run("let redeclared: number = 1;"))
+        cell = self.kernel.run(
+            "interface Shape { sides: number }\n"
+            "const square: Shape = { sides: 4 };\n"
+            "const broken: number = (() => { throw new RangeError('in the initializer'); })();\n"
+            "let redeclared: string = 'not reached';\n"
+            "class Unreached {}\n"
+            "let unreached: number = 1;\n"
+            "function sidesOf(s: Shape): number { return s.sides; }")
+        self.assertEqual((cell.reply["ename"], cell.reply["evalue"]), ("RangeError", "in the initializer"))
+        # Interfaces have no value and functions are hoisted: both are known.
+        self.assertEqual(self.result(self.kernel.run("const triangle: Shape = { sides: 3 };\n"
+                                                     "sidesOf(square) + sidesOf(triangle)")), "7")
+        self.assertEqual(self.result(self.kernel.run("redeclared.toFixed(1)")), "'1.0'")
+        for name in ("broken", "Unreached", "unreached"):
+            cell = self.kernel.run(f"{name};")
+            self.assertEqual(cell.reply["ename"], "TSError", name)
+            self.assertIn(f"TS2304: Cannot find name '{name}'", cell.reply["evalue"])
+        # Their values were not kept either.
+        self.assertEqual(self.result(self.kernel.run(
+            "['broken', 'Unreached', 'unreached'].map((name) => typeof (globalThis as any)[name])")),
+            "[ 'undefined', 'undefined', 'undefined' ]")
+
+    def interrupt(self, code):
+        cell = self.kernel.start(code)
+        self.kernel.wait_for(cell, lambda m: m["msg_type"] == "stream" and "started" in m["content"]["text"])
+        self.kernel.interrupt_by_message()
+        self.kernel.finish(cell, timeout=10)
+        self.assertEqual(cell.reply["ename"], "Interrupted")
+
+    def test_an_interrupted_busy_loop_keeps_the_names_it_declared(self):
+        self.interrupt("let spun: number = 0;\nconsole.log('started');\nwhile (true) { spun++; }")
+        self.assertEqual(self.result(self.kernel.run("typeof spun")), "'number'")
+        cell = self.kernel.run("const spunText: string = spun;")
+        self.assertEqual(cell.reply["ename"], "TSError")
+        self.assertIn("TS2322", cell.reply["evalue"])
+
+    def test_an_interrupted_await_keeps_the_names_it_declared(self):
+        self.interrupt("let waited: string = 'before the await';\nconsole.log('started');\n"
+                       "await new Promise((resolve) => { (globalThis as any).releaseLater = resolve; });\n"
+                       "const later: number = 7;")
+        self.assertEqual(self.result(self.kernel.run("waited.length")), "16")
+        self.assertIn("TS2304", self.kernel.run("later;").reply["evalue"])
+        # The interrupted cell goes on when its promise resolves: from then on
+        # its later declaration is known too.
+        self.assertOk(self.kernel.run("(globalThis as any).releaseLater();"))
+        self.assertEqual(self.result(self.kernel.run("later + 1")), "8")
+
+    def test_image_sizes_type_check(self):
+        png = base64.b64encode(make_png(3, 2, 1)).decode()
+        cell = self.kernel.run(f"display.png(Buffer.from('{png}', 'base64'), {{ width: 160, height: 90 }});")
+        self.assertOk(cell)
+        self.assertEqual(cell.of_type("display_data")[0]["metadata"], {"image/png": {"width": 160, "height": 90}})
+        cell = self.kernel.run(f"display.png('{png}', {{ width: '160px' }});")
+        self.assertEqual(cell.reply["ename"], "TSError")
+        self.assertIn("TS2322", cell.reply["evalue"])
 
 
 class ShutdownTest(unittest.TestCase):

@@ -129,6 +129,30 @@ function publishDisplay(data, metadata) {
   send({ type: 'display', data, metadata: metadata && typeof metadata === 'object' ? metadata : {} });
 }
 
+// Front ends read an image's size from the metadata under its MIME type, as
+// IPython's Image(width=...) sends it: { 'image/png': { width: 160 } }. The
+// keys IPython puts there (width, height, unconfined) move there (what the
+// metadata already has under that type wins); other keys stay as given.
+const IMAGE_KEYS = ['width', 'height', 'unconfined'];
+
+function imageMetadata(mimeType, metadata) {
+  if (metadata === null || typeof metadata !== 'object') {
+    return metadata;
+  }
+  const entries = Object.entries(metadata);
+  const sizes = entries.filter(([key]) => IMAGE_KEYS.includes(key));
+  if (sizes.length === 0) {
+    return metadata;
+  }
+  const rest = Object.fromEntries(entries.filter(([key]) => !IMAGE_KEYS.includes(key)));
+  const given = rest[mimeType] !== null && typeof rest[mimeType] === 'object' ? rest[mimeType] : {};
+  return { ...rest, [mimeType]: { ...Object.fromEntries(sizes), ...given } };
+}
+
+function publishImage(mimeType, data, text, metadata) {
+  publishDisplay({ [mimeType]: data, 'text/plain': text }, imageMetadata(mimeType, metadata));
+}
+
 // The image type of bytes that start with a PNG or JPEG signature, or null.
 function imageTypeOf(value) {
   if (!ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer)) {
@@ -152,10 +176,10 @@ function display(value, metadata) {
   }
   publishDisplay(isMimeBundle(value) ? value : { 'text/plain': inspect(value) }, metadata);
 }
-display.png = (data, metadata) => publishDisplay({ 'image/png': base64Of(data), 'text/plain': '<PNG image>' }, metadata);
-display.jpeg = (data, metadata) => publishDisplay({ 'image/jpeg': base64Of(data), 'text/plain': '<JPEG image>' }, metadata);
+display.png = (data, metadata) => publishImage('image/png', base64Of(data), '<PNG image>', metadata);
+display.jpeg = (data, metadata) => publishImage('image/jpeg', base64Of(data), '<JPEG image>', metadata);
 display.html = (html, metadata) => publishDisplay({ 'text/html': String(html), 'text/plain': '<HTML>' }, metadata);
-display.svg = (svg, metadata) => publishDisplay({ 'image/svg+xml': String(svg), 'text/plain': '<SVG image>' }, metadata);
+display.svg = (svg, metadata) => publishImage('image/svg+xml', String(svg), '<SVG image>', metadata);
 display.markdown = (text, metadata) => publishDisplay({ 'text/markdown': String(text), 'text/plain': String(text) }, metadata);
 display.json = (value, metadata) =>
   publishDisplay({ 'application/json': JSON.parse(JSON.stringify(value)), 'text/plain': inspect(value) }, metadata);
@@ -200,7 +224,12 @@ async function workspaceImport(specifier) {
 }
 
 Object.defineProperty(globalThis, '__sandgate', {
-  value: Object.freeze({ import: workspaceImport }),
+  value: Object.freeze({
+    import: workspaceImport,
+    // Called as a rewritten TypeScript cell starts: the function it calls with
+    // the names of each declaration that has run (rewrite.js).
+    declarations: () => (current ? current.declarations() : () => {}),
+  }),
   enumerable: false,
 });
 globalThis.display = display;
@@ -222,7 +251,7 @@ class Interrupted extends Error {
   }
 }
 
-let current = null;  // the running cell: { abort(error) }
+let current = null;  // the running cell: { abort(error), declarations() }
 
 function stackLines(error) {
   const own = __dirname + path.sep;
@@ -277,16 +306,18 @@ async function execute(command) {
     abort = reject;
   });
   aborted.catch(() => {});
-  current = { abort };
+  current = { abort, declarations: () => () => {} };
   let reply;
   try {
     let code = command.code;
-    let checked = null;
     if (typescript) {
-      checked = typescript.check(code);
+      // The checker learns the cell's names as it runs, so that an error or
+      // an interrupt keeps those whose declaration ran, as it keeps their values.
+      const checked = typescript.check(code);
       code = checked.javascript;
+      current.declarations = checked.declarations;
     }
-    const rewritten = rewriteCell(code);
+    const rewritten = rewriteCell(code, { reportDeclarations: typescript !== null });
     const script = new vm.Script(rewritten, { filename: `cell${command.count}.${typescript ? 'ts' : 'js'}` });
     const completion = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
     completion.catch(() => {});
@@ -294,9 +325,6 @@ async function execute(command) {
     // Rejections nobody handled during the cell fail it too: they are
     // reported once the microtasks have run, before the next macrotask.
     await Promise.race([new Promise((resolve) => setImmediate(resolve)), aborted]);
-    if (checked) {
-      typescript.commit(checked);
-    }
     reply = { status: 'ok', result: value === undefined ? null : { 'text/plain': inspect(value) } };
   } catch (error) {
     reply = errorReply(error);

@@ -15,6 +15,16 @@
 // expression is what the cell's promise resolves to. Only the first line
 // grows: line numbers in stacks stay those of the cell. The parser is
 // TypeScript's (ts.createSourceFile), so no JavaScript is parsed by hand.
+//
+// With { reportDeclarations: true } (TypeScript cells) the cell also says
+// which of its names hold their value: the function that
+// globalThis.__sandgate.declarations() returns as the cell starts is called
+// with the names of each declaration once it has run:
+//
+//   const a = 1, {b} = o;     ->  void (a = 1, __sandgate_declared("a"), {b} = o, __sandgate_declared("b"));
+//   class C {}                ->  C = class C {}; __sandgate_declared("C");
+//   function f() {}           ->  at the start, after globalThis.f = f
+//   import x from 'm'         ->  after the assignments in its block
 'use strict';
 
 module.exports = function makeRewriter(ts) {
@@ -58,7 +68,7 @@ module.exports = function makeRewriter(ts) {
     return new SyntaxErrorAt(message, [`SyntaxError: ${message}`, ...traceback]);
   }
 
-  function rewriteCell(code) {
+  function rewriteCell(code, { reportDeclarations = false } = {}) {
     const source = ts.createSourceFile('cell.js', code, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS);
     if (source.parseDiagnostics && source.parseDiagnostics.length > 0) {
       throw syntaxError(source, code);
@@ -68,6 +78,8 @@ module.exports = function makeRewriter(ts) {
     const globals = [];
     const functions = [];
     let modules = 0;
+    const declared = (names) => (reportDeclarations && names.length > 0
+      ? `__sandgate_declared(${names.map((name) => JSON.stringify(name)).join(', ')})` : '');
 
     const statements = source.statements;
     statements.forEach((statement, index) => {
@@ -82,9 +94,14 @@ module.exports = function makeRewriter(ts) {
         const declarations = list.declarations;
         edit(list.getStart(source), declarations[0].getStart(source), 'void (');
         for (const declaration of declarations) {
-          bindingNames(declaration.name, globals);
+          const names = [];
+          bindingNames(declaration.name, names);
+          globals.push(...names);
           if (!declaration.initializer && lexical) {
             edit(declaration.end, declaration.end, ' = undefined');
+          }
+          if (declared(names)) {
+            edit(declaration.end, declaration.end, `, ${declared(names)}`);
           }
         }
         edit(declarations[declarations.length - 1].end, declarations[declarations.length - 1].end, ')');
@@ -97,23 +114,27 @@ module.exports = function makeRewriter(ts) {
           ? statement.modifiers[statement.modifiers.length - 1].end : statement.getStart(source);
         edit(at, at, `${statement.name.text} = `);
         edit(statement.end, statement.end, ';');
+        if (reportDeclarations) {
+          edit(statement.end, statement.end, ` ${declared([statement.name.text])};`);
+        }
       } else if (ts.isImportDeclaration(statement)) {
         const specifier = JSON.stringify(statement.moduleSpecifier.text);
         const clause = statement.importClause;
         const module = `__sandgate_module${modules++}`;
         const parts = [`const ${module} = await globalThis.__sandgate.import(${specifier});`];
+        const names = [];
         if (clause && !clause.isTypeOnly) {
           if (clause.name) {
-            globals.push(clause.name.text);
+            names.push(clause.name.text);
             parts.push(`${clause.name.text} = ${module}.default;`);
           }
           const bindings = clause.namedBindings;
           if (bindings && ts.isNamespaceImport(bindings)) {
-            globals.push(bindings.name.text);
+            names.push(bindings.name.text);
             parts.push(`${bindings.name.text} = ${module};`);
           } else if (bindings && ts.isNamedImports(bindings)) {
             const named = bindings.elements.filter((e) => !e.isTypeOnly).map((element) => {
-              globals.push(element.name.text);
+              names.push(element.name.text);
               return element.propertyName
                 ? `${JSON.stringify(element.propertyName.text)}: ${element.name.text}` : element.name.text;
             });
@@ -121,6 +142,10 @@ module.exports = function makeRewriter(ts) {
               parts.push(`({${named.join(', ')}} = ${module});`);
             }
           }
+        }
+        globals.push(...names);
+        if (declared(names)) {
+          parts.push(`${declared(names)};`);
         }
         const original = code.slice(statement.getStart(source), statement.end);
         edit(statement.getStart(source), statement.end, `{ ${parts.join(' ')} }${newlinesOf(original)}`);
@@ -151,7 +176,11 @@ module.exports = function makeRewriter(ts) {
     }
     const unique = [...new Set(globals)];
     const declare = unique.length > 0 ? `var ${unique.join(', ')}; ` : '';
-    const hoisted = functions.map((name) => `globalThis[${JSON.stringify(name)}] = ${name}; `).join('');
+    let hoisted = functions.map((name) => `globalThis[${JSON.stringify(name)}] = ${name}; `).join('');
+    if (reportDeclarations) {
+      hoisted = `const __sandgate_declared = globalThis.__sandgate.declarations(); ${hoisted}` +
+        (functions.length > 0 ? `${declared(functions)}; ` : '');
+    }
     return `${declare}(async () => { ${hoisted}${body}\n})()`;
   }
 

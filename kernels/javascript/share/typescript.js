@@ -5,10 +5,14 @@
 // Node's globals, loosely typed: Debian has no @types/node), prelude.ts (what
 // earlier cells declared) and the cell, made a module so that top-level await
 // type-checks and its declarations may shadow earlier ones. A cell with an
-// error diagnostic does not run. Once a cell has run, its declarations join
-// the prelude: interfaces, type aliases, enums, classes and functions as
-// written, variables and imports as `declare` statements of the type the
-// checker gave them.
+// error diagnostic does not run. A cell's declarations join the prelude as it
+// runs, when the value side keeps them (rewrite.js reports each top-level name
+// once its declaration has run): interfaces, type aliases and `declare`
+// statements, which have no value, and functions, which are hoisted, as the
+// cell starts; classes, enums, variables and imports once their declaration
+// has run, whatever happens after it (an error, an interrupt). Interfaces,
+// type aliases, enums, classes and functions join as written, variables and
+// imports as `declare` statements of the type the checker gave them.
 'use strict';
 
 module.exports = function makeTypescript(ts) {
@@ -18,10 +22,16 @@ module.exports = function makeTypescript(ts) {
   const ambient = `
 declare function display(value: any, metadata?: object): void;
 declare namespace display {
-  function png(data: any, metadata?: object): void;
-  function jpeg(data: any, metadata?: object): void;
+  interface ImageMetadata {
+    width?: number;
+    height?: number;
+    unconfined?: boolean;
+    [key: string]: unknown;
+  }
+  function png(data: any, metadata?: ImageMetadata): void;
+  function jpeg(data: any, metadata?: ImageMetadata): void;
   function html(html: string, metadata?: object): void;
-  function svg(svg: string, metadata?: object): void;
+  function svg(svg: string, metadata?: ImageMetadata): void;
   function markdown(text: string, metadata?: object): void;
   function json(value: any, metadata?: object): void;
   function text(text: string, metadata?: object): void;
@@ -104,7 +114,8 @@ declare module "*";
   }
 
   // Type-checks a cell; throws a TSError naming the diagnostics, or returns
-  // what commit() and the runner need.
+  // its JavaScript and declarations(), which the cell calls as it starts (see
+  // entriesOf).
   function check(code) {
     const cellName = `${root}cell${++cellCount}.ts`;
     const files = new Map([
@@ -121,7 +132,14 @@ declare module "*";
       throw typeError(diagnostics);
     }
     const javascript = ts.transpileModule(code, { compilerOptions: transpileOptions, reportDiagnostics: false }).outputText;
-    return { program, cell, javascript };
+    const entries = entriesOf(program, cell);
+    return {
+      javascript,
+      declarations() {
+        entries.filter((entry) => entry.name === null).forEach(apply);
+        return (...names) => entries.filter((entry) => names.includes(entry.name)).forEach(apply);
+      },
+    };
   }
 
   function textOf(node, cell) {
@@ -129,7 +147,7 @@ declare module "*";
     return text.replace(/^\s*export\s+(default\s+)?/, '');
   }
 
-  function declareValue(checker, identifier, keyword) {
+  function declarationOf(checker, identifier, keyword) {
     let type = 'any';
     try {
       type = checker.typeToString(checker.getTypeAtLocation(identifier), undefined,
@@ -140,10 +158,15 @@ declare module "*";
     if (/__sandgate__|\.\.\./.test(type)) {
       type = 'any';
     }
-    setEntry(`value:${identifier.text}`, `declare ${keyword} ${identifier.text}: ${type};`);
+    return `declare ${keyword} ${identifier.text}: ${type};`;
   }
 
-  function setEntry(key, text) {
+  // An entry joins the prelude; a class or enum replaces an earlier cell's
+  // interface or type alias of its name.
+  function apply({ key, text, replaces }) {
+    if (replaces) {
+      prelude.delete(replaces);
+    }
     prelude.delete(key);
     prelude.set(key, text);
   }
@@ -160,30 +183,37 @@ declare module "*";
     }
   }
 
-  // After the cell ran: its declarations become known to later cells.
-  function commit({ program, cell }) {
+  // What a cell's declarations add to the prelude: entries { key, text, name,
+  // replaces }. Those with a null name (interfaces, type aliases, `declare`
+  // statements: no value) join as the cell starts; the others once the cell
+  // reports that the declaration of their name has run (functions at the
+  // start, as they are hoisted).
+  function entriesOf(program, cell) {
     const checker = program.getTypeChecker();
-    const functionsSeen = new Set();
+    const entries = new Map();  // key -> entry
+    const add = (key, text, name, replaces = null) => entries.set(key, { key, text, name, replaces });
     for (const statement of cell.statements) {
+      const ambient = (statement.modifiers || []).some((m) => m.kind === ts.SyntaxKind.DeclareKeyword);
+      const nameOf = (identifier) => (ambient ? null : identifier.text);
       if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
-        setEntry(`type:${statement.name.text}`, textOf(statement, cell));
-      } else if ((ts.isClassDeclaration(statement) || ts.isFunctionDeclaration(statement) ||
-                  ts.isEnumDeclaration(statement)) && statement.name) {
-        if (!ts.isFunctionDeclaration(statement)) {
-          prelude.delete(`type:${statement.name.text}`);
-        }
+        add(`type:${statement.name.text}`, textOf(statement, cell), null);
+      } else if (ts.isFunctionDeclaration(statement) && statement.name) {
         // Overloads: the signatures and the implementation are one entry.
         const key = `value:${statement.name.text}`;
+        const earlier = entries.get(key);
         const text = textOf(statement, cell);
-        setEntry(key, functionsSeen.has(key) ? `${prelude.get(key)}\n${text}` : text);
-        functionsSeen.add(key);
+        add(key, earlier ? `${earlier.text}\n${text}` : text, nameOf(statement.name));
+      } else if ((ts.isClassDeclaration(statement) || ts.isEnumDeclaration(statement)) && statement.name) {
+        const name = statement.name.text;
+        add(`value:${name}`, textOf(statement, cell), nameOf(statement.name), `type:${name}`);
       } else if (ts.isVariableStatement(statement)) {
         const flags = statement.declarationList.flags;
         const keyword = flags & ts.NodeFlags.Const ? 'const' : flags & ts.NodeFlags.Let ? 'let' : 'var';
         for (const declaration of statement.declarationList.declarations) {
           const names = [];
           identifiersOf(declaration.name, names);
-          names.forEach((identifier) => declareValue(checker, identifier, keyword));
+          names.forEach((identifier) =>
+            add(`value:${identifier.text}`, declarationOf(checker, identifier, keyword), nameOf(identifier)));
         }
       } else if (ts.isImportDeclaration(statement) && statement.importClause && !statement.importClause.isTypeOnly) {
         const clause = statement.importClause;
@@ -196,10 +226,18 @@ declare module "*";
         } else if (clause.namedBindings) {
           names.push(...clause.namedBindings.elements.filter((e) => !e.isTypeOnly).map((e) => e.name));
         }
-        names.forEach((identifier) => declareValue(checker, identifier, 'const'));
+        names.forEach((identifier) =>
+          add(`value:${identifier.text}`, declarationOf(checker, identifier, 'const'), identifier.text));
       }
     }
+    // A class or enum merged with an interface of the same cell keeps it.
+    for (const entry of entries.values()) {
+      if (entry.replaces && entries.has(entry.replaces)) {
+        entry.replaces = null;
+      }
+    }
+    return [...entries.values()];
   }
 
-  return { check, commit };
+  return { check };
 };
