@@ -187,6 +187,7 @@ void to_json(json& j, const exit_event& m) {
   }
   if (m.timed_out) j["timed_out"] = true;
   if (m.truncated) j["truncated"] = true;
+  if (!m.sandbox_ended.empty()) j["sandbox_ended"] = m.sandbox_ended;
 }
 
 void from_json(const json& j, exit_event& m) {
@@ -196,6 +197,7 @@ void from_json(const json& j, exit_event& m) {
   m.oom = j.value("oom", false);
   m.timed_out = j.value("timed_out", false);
   m.truncated = j.value("truncated", false);
+  m.sandbox_ended = j.value("sandbox_ended", std::string());
 }
 
 void to_json(json& j, const kill_request& m) {

@@ -55,4 +55,8 @@ egress_decision check_target(const network_policy& p, std::string_view host, std
   return {true, ""};
 }
 
+bool non_tls_allowed(const network_policy& p, std::uint16_t port) {
+  return std::find(p.non_tls_ports.begin(), p.non_tls_ports.end(), port) != p.non_tls_ports.end();
+}
+
 }  // namespace sandgate::sandboxing

@@ -50,6 +50,8 @@ const std::vector<special_range>& special_ranges() {
       {net("100::/64"), "discard"},
       {net("2001::/23"), "IETF protocol"},
       {net("2001:db8::/32"), "documentation"},
+      {net("3fff::/20"), "documentation"},
+      {net("64:ff9b:1::/48"), "local-use NAT64"},
       {net("2002::/16"), "6to4"},
       {net("fc00::/7"), "unique local (private)"},
       {net("fe80::/10"), "link-local"},

@@ -38,6 +38,18 @@ std::uint64_t positive(const json& v, const std::string& field, std::uint64_t ma
   return v.get<std::uint64_t>();
 }
 
+// An array of ports 1-65535, sorted, each once.
+std::vector<std::uint16_t> port_list(const json& object, const char* key, const std::string& field) {
+  const auto& ports = array_of(object, key, field);
+  std::vector<std::uint16_t> out;
+  for (std::size_t i = 0; i < ports.size(); ++i)
+    out.push_back(static_cast<std::uint16_t>(
+        positive(ports[i], field + "." + key + "[" + std::to_string(i) + "]", 65535)));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace
 
 std::string normalize_host(std::string_view host) {
@@ -82,8 +94,8 @@ network_policy parse_network_policy(const json& value, const std::string& field)
   }
   if (!value.is_object())
     fail(field, "must be a mode (\"none\", \"loopback\", \"allow\", \"open\") or an object");
-  static const std::set<std::string> known = {"mode",  "hosts",           "cidrs",
-                                              "ports", "max_connections", "bytes_per_second"};
+  static const std::set<std::string> known = {"mode",          "hosts",           "cidrs",           "ports",
+                                              "non_tls_ports", "max_connections", "bytes_per_second"};
   for (const auto& [key, v] : value.items())
     if (!known.contains(key)) fail(field + "." + key, "unknown field");
   if (!value.contains("mode")) fail(field + ".mode", "is required");
@@ -114,14 +126,12 @@ network_policy parse_network_policy(const json& value, const std::string& field)
       p.cidrs.push_back(*n);
     }
   }
-  if (value.contains("ports")) {
-    const auto& ports = array_of(value, "ports", field);
-    p.ports.clear();
-    for (std::size_t i = 0; i < ports.size(); ++i)
-      p.ports.push_back(
-          static_cast<std::uint16_t>(positive(ports[i], field + ".ports[" + std::to_string(i) + "]", 65535)));
-    std::sort(p.ports.begin(), p.ports.end());
-    p.ports.erase(std::unique(p.ports.begin(), p.ports.end()), p.ports.end());
+  if (value.contains("ports")) p.ports = port_list(value, "ports", field);
+  if (value.contains("non_tls_ports")) {
+    p.non_tls_ports = port_list(value, "non_tls_ports", field);
+    for (auto port : p.non_tls_ports)
+      if (!std::binary_search(p.ports.begin(), p.ports.end(), port))
+        fail(field + ".non_tls_ports", "port " + std::to_string(port) + " is not in ports");
   }
   if (value.contains("max_connections"))
     p.max_connections =
@@ -164,6 +174,7 @@ json to_json(const network_policy& p) {
           {"hosts", p.hosts},
           {"cidrs", cidrs},
           {"ports", p.ports},
+          {"non_tls_ports", p.non_tls_ports},
           {"max_connections", p.max_connections},
           {"bytes_per_second", p.bytes_per_second}};
 }
@@ -196,6 +207,10 @@ std::optional<std::string> exceeds(const network_policy& wanted, const network_p
   for (auto port : wanted.ports)
     if (std::find(ceiling.ports.begin(), ceiling.ports.end(), port) == ceiling.ports.end())
       return "port " + std::to_string(port) + outside;
+  for (auto port : wanted.non_tls_ports)
+    if (std::find(ceiling.non_tls_ports.begin(), ceiling.non_tls_ports.end(), port) ==
+        ceiling.non_tls_ports.end())
+      return "non_tls_ports " + std::to_string(port) + outside;
   if (wanted.max_connections > ceiling.max_connections)
     return "max_connections " + std::to_string(wanted.max_connections) + outside + " (at most " +
            std::to_string(ceiling.max_connections) + ")";

@@ -108,7 +108,7 @@ int supervisor::run() {
       } else if (fd == ttl_timer_.get()) {
         if (!config_.standalone)
           std::fprintf(stderr, "sandgate-sandbox: %s: ttl expired\n", config_.id.c_str());
-        finish(standalone_ttl_exit);
+        finish(standalone_ttl_exit, "expired");
       } else if (fd == child_timer_.get()) {
         on_child_timer();
       } else if (fd == config_.listen_fd) {

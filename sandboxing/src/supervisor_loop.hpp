@@ -71,7 +71,9 @@ class supervisor {
   // Egress opened while the sandbox runs: lo up, 127.0.0.1:3128 listening,
   // the proxy's variables in every later spawn. Idempotent.
   control::reply do_open_egress(const json& message);
-  void finish(int code);
+  // Ends the sandbox: every process is killed (their exit events say the
+  // sandbox ended, `why`: "expired" at the TTL, "ended" otherwise), then the loop.
+  void finish(int code, const char* why = "ended");
 
   // supervisor_children.cpp
   void start_child_io(supervised_child& c);

@@ -226,7 +226,7 @@ control::reply supervisor::do_open_egress(const json& message) {
   return result;
 }
 
-void supervisor::finish(int code) {
+void supervisor::finish(int code, const char* why) {
   ::kill(-1, SIGKILL);  // from pid 1: every other process of the sandbox
   for (;;) {
     int status = 0;
@@ -245,6 +245,7 @@ void supervisor::finish(int code) {
     } else {
       event.signal = WTERMSIG(status);
     }
+    event.sandbox_ended = why;
     child->second.pid = 0;
     child->second.ended = std::move(event);
   }
@@ -253,7 +254,7 @@ void supervisor::finish(int code) {
     supervised_child& c = children_.begin()->second;
     for (int stream = 0; stream < 2; ++stream)
       read_output(c, stream, 0);
-    if (!c.ended) c.ended = control::exit_event{c.id, std::nullopt, SIGKILL};
+    if (!c.ended) c.ended = control::exit_event{c.id, std::nullopt, SIGKILL, false, false, false, why};
     report_exit(c);
   }
   if (connection_) connection_->drain(1000);

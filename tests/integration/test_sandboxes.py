@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
 import unittest
 import uuid
@@ -16,7 +17,7 @@ from sandgate_fixture import GatewayTestCase, result_text, wait_until
 SANDBOX_KEYS = {"id", "created", "expires_at", "idle_timeout_s", "max_execution_s", "last_activity", "metadata",
                 "limits", "network", "kernels"}
 RECORD_KEYS = {"msg_id", "status", "execution_count", "stdout", "stderr", "result", "outputs", "error", "timed_out",
-               "kernel_restarted", "truncated", "started", "duration_ms"}
+               "kernel_restarted", "truncated", "sandbox_ended", "started", "duration_ms"}
 MiB = 1024 * 1024
 
 
@@ -384,6 +385,72 @@ class Lifetimes(SandboxTestCase):
         self.assertEqual(self.gw.request("GET", f"api/kernels/{k['id']}").json()["reason"], "expired")
         wait_until(lambda: not [p for p in self.gw.kernel_pids() if sb["id"] in open(f"/proc/{p}/cmdline").read()],
                    15, "the sandbox's processes to end")
+
+    def audit_lines(self, event):
+        with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
+            return [json.loads(line) for line in f if f'"event":"{event}"' in line]
+
+    def in_background(self, method, path, body):
+        """Starts a request in a thread; returns the thread and the dict its response goes into."""
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=self.gw.request(method, path, body, timeout=180)))
+        t.start()
+        return t, out
+
+    def test_a_command_and_an_execute_whose_sandbox_is_deleted_answer_at_once(self):
+        """A DELETE of the sandbox answers a command and a REST execute running in it at once, long
+        before their time limits, with what they ended with and why: the sandbox was deleted (not
+        timed_out); the audit lines say the same."""
+        sb = self.new_sandbox()
+        k = self.kernel_in(sb["id"])
+        cmd, cmd_out = self.in_background("POST", f"api/sandboxes/{sb['id']}/commands",
+                                          {"cmd": "echo started > /workspace/cmd; echo begun; sleep 100; echo done",
+                                           "timeout_s": 120})
+        exe, exe_out = self.in_background("POST", f"api/kernels/{k['id']}/execute",
+                                          {"code": "open('/workspace/exe', 'w').close()\nprint('begun', flush=True)\n"
+                                                   "import time\ntime.sleep(100)", "timeout_s": 120})
+        for name in ("cmd", "exe"):
+            wait_until(lambda: self.gw.request("GET", f"api/sandboxes/{sb['id']}/files/{name}").status == 200, 60,
+                       f"the {name} to run")
+        self.assertEqual(self.gw.request("DELETE", f"api/sandboxes/{sb['id']}").status, 204)
+        cmd.join(30)
+        exe.join(30)
+        self.assertFalse(cmd.is_alive() or exe.is_alive(), "a request waited for its time limit")
+        r = cmd_out["r"]
+        self.assertEqual(r.status, 200, r)
+        out = r.json()
+        self.assertEqual((out["sandbox_ended"], out["timed_out"], out["exit_code"], out["signal"]),
+                         ("deleted", False, None, 9), out)
+        self.assertEqual(out["stdout"], "begun\n", out)
+        r = exe_out["r"]
+        self.assertEqual(r.status, 200, r)
+        rec = r.json()
+        self.assertEqual((rec["status"], rec["sandbox_ended"], rec["timed_out"]), ("error", "deleted", False), rec)
+        self.assertEqual(rec["error"]["ename"], "SandboxEnded", rec)
+        self.assertEqual(rec["error"]["evalue"], "the sandbox was deleted", rec)
+
+        def lines():
+            commands = [e for e in self.audit_lines("command.run") if e["sandbox_id"] == sb["id"]]
+            executes = [e for e in self.audit_lines("execute") if e.get("kernel_id") == k["id"]]
+            return (commands, executes) if commands and executes else None
+
+        commands, executes = wait_until(lines, 10, "the audit lines")
+        self.assertEqual((commands[-1]["outcome"], commands[-1]["sandbox_ended"]), ("sandbox_ended", "deleted"))
+        self.assertEqual((executes[-1]["outcome"], executes[-1]["sandbox_ended"]), ("sandbox_ended", "deleted"))
+
+    def test_a_command_and_an_execute_whose_sandbox_expires_answer_at_its_end(self):
+        sb = self.new_sandbox(ttl_s=8)
+        k = self.kernel_in(sb["id"], "bash")
+        exe, exe_out = self.in_background("POST", f"api/kernels/{k['id']}/execute",
+                                          {"code": "sleep 100", "timeout_s": 100})
+        out = self.command(sb["id"], cmd="sleep 100", timeout_s=100)
+        self.assertEqual((out["sandbox_ended"], out["timed_out"], out["signal"]), ("expired", False, 9), out)
+        exe.join(30)
+        self.assertFalse(exe.is_alive(), "the execute waited for its time limit")
+        rec = exe_out["r"].json()
+        self.assertEqual((rec["status"], rec["sandbox_ended"], rec["error"]["ename"]), ("error", "expired", "SandboxEnded"),
+                         rec)
+        self.assertEqual(rec["error"]["evalue"], "the sandbox's time to live ran out")
 
     def test_extended_ttl_outlives_the_first(self):
         sb = self.new_sandbox(ttl_s=3)

@@ -85,6 +85,8 @@ TEST(special_ranges, name_every_refused_range) {
   EXPECT_EQ(range_of("::ffff:169.254.169.254"), "link-local");
   EXPECT_EQ(range_of("::ffff:10.0.0.1"), "private");
   EXPECT_EQ(range_of("64:ff9b::7f00:1"), "loopback");
+  EXPECT_EQ(range_of("3fff:0:1b::2"), "documentation");
+  EXPECT_EQ(range_of("64:ff9b:1::a00:1"), "local-use NAT64");
   EXPECT_EQ(range_of("8.8.8.8"), "public");
   EXPECT_EQ(range_of("2606:4700::1111"), "public");
   EXPECT_EQ(range_of("172.32.0.1"), "public");

@@ -101,3 +101,21 @@ TEST(network_policy, policy_checks_network_against_its_ceiling) {
   const auto p = sb::parse_policy(R"({"network": {"mode": "allow", "hosts": ["a.example"]}})");
   EXPECT_EQ(p.network_ceiling, p.network);  // absent: the default is the ceiling
 }
+
+TEST(network_policy, non_tls_ports_are_ports_the_ceiling_allows_for_other_protocols) {
+  const auto p =
+      parse(R"({"mode": "allow", "hosts": ["a.example"], "ports": [22, 443], "non_tls_ports": [22, 22]})");
+  EXPECT_EQ(p.non_tls_ports, (std::vector<std::uint16_t>{22}));
+  EXPECT_EQ(sb::parse_network_policy(sb::to_json(p), "network"), p);
+  EXPECT_TRUE(parse(R"({"mode": "allow"})").non_tls_ports.empty());  // every tunnel TLS by default
+  EXPECT_NE(error_of(R"({"mode": "allow", "ports": [443], "non_tls_ports": [22]})")
+                .find("network.non_tls_ports: port 22 is not in ports"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"mode": "allow", "non_tls_ports": [0]})").find("network.non_tls_ports[0]"),
+            std::string::npos);
+  const auto ceiling = parse(R"({"mode": "allow", "hosts": ["*.example"], "ports": [22, 443, 8080],
+                                 "non_tls_ports": [22]})");
+  EXPECT_FALSE(sb::exceeds(p, ceiling));
+  EXPECT_EQ(*sb::exceeds(parse(R"({"mode": "allow", "ports": [8080], "non_tls_ports": [8080]})"), ceiling),
+            "non_tls_ports 8080 is outside this gateway's network ceiling");
+}

@@ -47,13 +47,39 @@ def banner_loop():
 
 
 threading.Thread(target=banner_loop, daemon=True).start()
+# A server that says nothing and records every byte each connection brought, until it ended.
+RECORDER = socket.create_server(("127.0.0.1", 0))
+PR = RECORDER.getsockname()[1]
+RECORDED = []
+
+
+def recorder_loop():
+    while True:
+        c, _ = RECORDER.accept()
+        threading.Thread(target=record, args=(c,), daemon=True).start()
+
+
+def record(c):
+    data = b""
+    with c:
+        c.settimeout(30)
+        try:
+            while chunk := c.recv(65536):
+                data += chunk
+        except OSError:
+            pass
+    RECORDED.append(data)
+
+
+threading.Thread(target=recorder_loop, daemon=True).start()
 egress_servers.Handler.redirect_to = f"http://evil.test:{P}/hello"
 
-CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB],
-           "max_connections": 16, "bytes_per_second": 1 << 30}
-# A: the test servers by name. B: the same names but no cidrs, so loopback is refused.
+CEILING = {"mode": "allow", "hosts": ["*.test"], "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB, PR],
+           "non_tls_ports": [PB], "max_connections": 16, "bytes_per_second": 1 << 30}
+# A: the test servers by name (the banner's port for other protocols than TLS). B: the same
+# names but no cidrs, so loopback is refused.
 NET_A = {"mode": "allow", "hosts": ["files.test", "secure.test", "rebind.test", "flip.test", "flop.test"],
-         "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB]}
+         "cidrs": ["127.0.0.1/32"], "ports": [P, PS, PB, PR], "non_tls_ports": [PB]}
 NET_B = {"mode": "allow", "hosts": ["*.test"], "ports": [P, PS]}
 FORCE_PROXY = "--noproxy '' -x http://127.0.0.1:3128"
 PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
@@ -88,6 +114,66 @@ def attempt(name):
 for name in sys.argv[2:]:
     print(name, "=>", attempt(name))
 """
+
+
+# Through tunnels to files.test on the recorder's port, the first bytes of each named case,
+# then the client's end closed; prints "CASE => " and the hex of all it got back.
+FIRST_BYTES_PROBE = """
+import socket, ssl, sys
+port = int(sys.argv[1])
+def hello(name):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    out = ssl.MemoryBIO()
+    obj = ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname=name)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+evil = hello("evil.test")
+body = evil[5:]
+cases = {
+    "clean": hello("files.test"),
+    "alert": b"\\x15\\x03\\x01\\x00\\x02\\x01\\x5a" + evil,
+    "close-notify": b"\\x15\\x03\\x03\\x00\\x02\\x01\\x00" + evil,
+    "change-cipher-spec": b"\\x14\\x03\\x03\\x00\\x01\\x01" + evil,
+    "empty-record": b"\\x16\\x03\\x01\\x00\\x00" + evil,
+    "application-data": b"\\x17\\x03\\x03\\x00\\x01z" + evil,
+    "version-0": b"\\x16\\x00\\x01" + evil[3:],
+    "sslv2": b"\\x80\\x2e\\x01\\x03\\x01\\x00\\x15\\x00\\x00\\x00\\x10" + b"a" * 37,
+    "bytewise-records": b"".join(b"\\x16\\x03\\x01\\x00\\x01" + body[i:i + 1] for i in range(len(body))),
+    "not-tls": b"GET / HTTP/1.0\\r\\nHost: evil.test\\r\\n\\r\\n",
+}
+def attempt(data, one_byte_writes):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(b"CONNECT files.test:%d HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n" % port)
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        head += s.recv(1)
+    if not head.startswith(b"HTTP/1.1 200"):
+        return head.decode()
+    try:
+        if one_byte_writes:
+            for i in range(len(data)):
+                s.sendall(data[i:i + 1])
+        else:
+            s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    got = b""
+    try:
+        while chunk := s.recv(4096):
+            got += chunk
+    except OSError:
+        pass
+    return got.hex()
+for name in sys.argv[2:]:
+    print(name, "=>", attempt(cases[name.removesuffix("/bytes")], name.endswith("/bytes")))
+"""
+TLS_ACCESS_DENIED = "15030300020231"
 
 
 def egress_policy():
@@ -203,7 +289,8 @@ class Egress(SandboxTestCase):
         self.assertEqual(net["mode"], "allow")
         self.assertEqual(net["hosts"], NET_A["hosts"])
         self.assertEqual(net["cidrs"], ["127.0.0.1/32"])
-        self.assertEqual(net["ports"], sorted([P, PS, PB]))
+        self.assertEqual(net["ports"], sorted([P, PS, PB, PR]))
+        self.assertEqual(net["non_tls_ports"], [PB])
 
     def test_the_proxy_starts_with_the_gateway(self):
         # Its ceiling allows egress: the proxy runs before any sandbox asks for it.
@@ -229,15 +316,56 @@ class Egress(SandboxTestCase):
         # Four requests reached the server, the refused hello's never did.
         self.assertEqual(len([h for h in egress_servers.Handler.seen[seen_before:] if h[1] == "/sni"]), 4)
         def entries():
-            return [e for e in self.audit_lines("egress.refused") if "TLS server name evil.test" in e.get("reason", "")]
+            return [e for e in self.audit_lines("egress.refused")
+                    if "TLS server name evil.test" in e.get("reason", "") and e["host"] == "secure.test"]
 
         entry = wait_until(entries, 10, "the audit entry")[0]
         self.assertEqual((entry["host"], entry["server_name"], entry["sandbox_id"]), ("secure.test", "evil.test", self.a))
         self.assertIn("not in the sandbox's allowed hosts", entry["reason"])
 
+    def test_a_hello_behind_what_a_lenient_server_skips_never_reaches_the_host(self):
+        """A tunnel's first bytes must be one clean TLS ClientHello: a hello naming a server
+        the policy does not allow, behind records some TLS stacks skip before a hello (Go's
+        crypto/tls takes a warning alert, or a record of version 0.x; OpenSSL empty records),
+        in an SSLv2 record, or bytes of another protocol on a port not in non_tls_ports, all
+        get the TLS access_denied alert; the server behind the tunnel gets none of their
+        bytes, whether they came in one write or one byte at a time. A clean hello naming
+        the tunnel's host goes through, byte for byte."""
+        self.put_file(self.a, "first_bytes.py", FIRST_BYTES_PROBE.encode())
+        refused = ["alert", "close-notify", "change-cipher-spec", "empty-record", "application-data",
+                   "version-0", "sslv2", "bytewise-records", "not-tls", "alert/bytes", "version-0/bytes"]
+        before = len(RECORDED)
+        r = self.cmd(self.a, f"python3 /workspace/first_bytes.py {PR} clean clean/bytes " + " ".join(refused))
+        self.assertEqual(r["exit_code"], 0, r)
+        got = dict(line.split(" => ", 1) for line in r["stdout"].splitlines())
+        self.assertEqual(got["clean"], "", r)  # the recorder answers nothing, and ends at the sandbox's end
+        for name in refused:
+            self.assertEqual(got[name], TLS_ACCESS_DENIED, name)
+        # Every tunnel reached the recorder's accept (the host side connects first); only the
+        # two clean hellos brought it any bytes, and no byte of evil.test ever arrived.
+        streams = wait_until(lambda: RECORDED[before:] if len(RECORDED) - before == 2 + len(refused) else None,
+                             20, lambda: f"{len(RECORDED) - before} recorded connections")
+        self.assertEqual(len([d for d in streams if d]), 2, streams)
+        self.assertFalse([d for d in streams if b"evil.test" in d])
+        self.assertTrue(all(b"files.test" in d and d[0] == 0x16 for d in streams if d))
+
+        def reasons():
+            lines = [e for e in self.audit_lines("egress.refused") if e.get("port") == PR]
+            return lines if len(lines) >= len(refused) else None
+
+        why = " | ".join(e["reason"] for e in wait_until(reasons, 10, "the audit lines"))
+        for text in ("an alert record before the ClientHello", "a change_cipher_spec record before",
+                     "an empty TLS record", "a TLS record of version 0.x", "an SSLv2-format ClientHello",
+                     "the TLS server name evil.test is not the tunnel's host files.test",
+                     f"not a TLS ClientHello, and port {PR} is not in the sandbox's non_tls_ports"):
+            self.assertIn(text, why)
+
     def test_a_tunnel_to_a_server_that_speaks_first(self):
         """The host's first bytes reach the sandbox before it sends any (the proxy holds
-        only the sandbox's side until it knows whether a TLS hello comes)."""
+        only the sandbox's side until it knows whether a TLS hello comes), and another
+        protocol than TLS goes through on a port of non_tls_ports only: on the same port
+        in a sandbox whose policy does not name it there, the banner arrives, the
+        sandbox's first bytes get the TLS alert and never reach the server."""
         script = ("import socket\n"
                   "s = socket.create_connection((\"127.0.0.1\", 3128), timeout=10)\n"
                   f"s.sendall(b\"CONNECT files.test:{PB} HTTP/1.1\\r\\n\\r\\n\")\n"
@@ -251,6 +379,16 @@ class Egress(SandboxTestCase):
         r = self.cmd(self.a, "python3 /workspace/banner.py")
         self.assertEqual(r["exit_code"], 0, r)
         self.assertEqual(r["stdout"].splitlines(), ["220 banner", "echo hi"])
+        sid = self.make_sandbox(dict(NET_A, non_tls_ports=[]))
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        self.put_file(sid, "banner.py", script.encode())
+        r = self.cmd(sid, "python3 /workspace/banner.py")
+        self.assertEqual(r["stdout"].splitlines()[0], "220 banner", r)
+        self.assertNotIn("echo", r["stdout"])  # the server never got "hi"
+        entry = wait_until(lambda: [e for e in self.audit_lines("egress.refused") if e["sandbox_id"] == sid], 10,
+                           "the audit line")[0]
+        self.assertEqual(entry["port"], PB)
+        self.assertIn(f"port {PB} is not in the sandbox's non_tls_ports", entry["reason"])
 
     # --- refused ----------------------------------------------------------------------------
     def test_host_outside_the_list_gets_403_naming_it(self):

@@ -10,15 +10,30 @@ import copy
 import hashlib
 import json
 import os
+import socket
+import subprocess
 import tempfile
+import threading
 import unittest
 
 import egress_servers
-from egress_netns import NetnsHost
+from egress_netns import NetnsHost, free_subnet
+from sandgate_fixture import wait_until
 from security_case import TEST_POLICY, sandbox_gateway
 
 WORK = tempfile.mkdtemp(prefix="sandgate-egress-netns-")
 BLOB = 8 << 20
+# An address of the documentation prefix 3fff::/20 that no interface has yet.
+SPARE_V6 = "3fff:0:1b::2"
+
+
+class AnyAddressServer(egress_servers.Server):
+    """The HTTP test server on every address of the host, IPv4 and IPv6."""
+    address_family = socket.AF_INET6
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 def policy_with(ceiling):
@@ -47,12 +62,23 @@ class EgressToANamespace(unittest.TestCase):
         cls.host = NetnsHost(cert, key)
         h = cls.host
         cls.name, cls.range = host_name, str(h.subnet)
+        # An address the host does not have yet, in a second /30 no route covers, and one of 3fff::/20,
+        # both named by the ceiling; a server on every address of the host answers them once they are
+        # the host's.
+        spare_subnet = free_subnet()
+        cls.spare = str(list(spare_subnet.hosts())[0])
+        cls.any_server = AnyAddressServer(("::", 0), egress_servers.Handler)
+        threading.Thread(target=cls.any_server.serve_forever, daemon=True).start()
+        cls.any_port = cls.any_server.server_address[1]
         hosts_file = os.path.join(WORK, "hosts")
         with open(hosts_file, "w") as f:
-            f.write(f"{h.address} {host_name}\n")
-        ports = [h.http_port, h.https_port]
+            f.write(f"{h.address} {host_name}\n{cls.spare} spare.test\n{SPARE_V6} spare6.test\n")
+        ports = [h.http_port, h.https_port, cls.any_port]
+        # Ranges, not the addresses themselves: a cidr naming exactly one address of the host (a /32)
+        # would allow it on purpose.
+        cls.spare_cidrs = [str(spare_subnet), "3fff:0:1b::/64"]
         # Named: the ceiling holds the test's /30. Unnamed: the same hosts and ports, no cidrs.
-        named = {"mode": "allow", "hosts": ["*.test"], "cidrs": [cls.range], "ports": ports}
+        named = {"mode": "allow", "hosts": ["*.test"], "cidrs": [cls.range] + cls.spare_cidrs, "ports": ports}
         unnamed = {"mode": "allow", "hosts": ["*.test"], "ports": ports}
         cls.gw = sandbox_gateway("--egress-hosts-file", hosts_file, policy=policy_with(named), name="EgressNetnsNamed")
         cls.gateways.append(cls.gw)
@@ -67,6 +93,8 @@ class EgressToANamespace(unittest.TestCase):
     def tearDownClass(cls):
         for gw in cls.gateways:
             gw.stop()
+        if getattr(cls, "any_server", None):
+            cls.any_server.shutdown()
         if cls.host:
             cls.host.close()
             assert cls.host.gone(), f"{cls.host.netns} is still there"
@@ -146,6 +174,46 @@ class EgressToANamespace(unittest.TestCase):
             code, _, _, r = self.fetch(self.gw_unnamed, sid, url)
             self.assertNotEqual(code, 200, (url, r))
             self.assertIn("403", f"{code} {r['stderr']}", (url, r))
+
+    def test_an_address_the_host_gains_while_the_gateway_runs_is_refused_at_once(self):
+        """The proxy reads the host's own addresses again whenever the kernel reports a
+        change: an address added to an interface of the host while the gateway runs is
+        refused by the very next request naming it (an IP literal or a name resolving to it,
+        by GET and by CONNECT), although the sandbox's cidrs name it and a server on the host
+        would answer; once removed, it is no longer the host's."""
+        sid = self.make_sandbox(self.gw, dict(self.net, hosts=[self.name, "spare.test", "spare6.test"],
+                                              cidrs=[self.range] + self.spare_cidrs))
+        self.addCleanup(self.gw.request, "DELETE", f"api/sandboxes/{sid}")
+        link = self.host.host_if  # the host's end of the test's veth pair
+        own = "is an address of the gateway's host"
+        port = self.any_port
+        subprocess.run(["ip", "addr", "add", f"{self.spare}/32", "dev", link], check=True)
+        self.addCleanup(subprocess.run, ["ip", "addr", "del", f"{self.spare}/32", "dev", link], check=False)
+        subprocess.run(["ip", "-6", "addr", "add", f"{SPARE_V6}/128", "dev", link, "nodad"], check=True)
+        self.addCleanup(subprocess.run, ["ip", "-6", "addr", "del", f"{SPARE_V6}/128", "dev", link], check=False)
+        for url, extra in ((f"http://{self.spare}:{port}/own", ""), (f"http://spare.test:{port}/own", ""),
+                           (f"http://spare.test:{port}/own", "-p"), (f"http://[{SPARE_V6}]:{port}/own", ""),
+                           (f"http://spare6.test:{port}/own", "-p")):
+            r = self.cmd(self.gw, sid, f"curl -sS -m 30 {extra} -o /tmp/body -w '%{{http_code}} %{{http_connect}}'"
+                                       f" '{url}'; echo; cat /tmp/body")
+            codes, _, body = r["stdout"].partition("\n")
+            if extra == "-p":  # the CONNECT is refused; curl shows its status, the reason is in the audit line
+                self.assertEqual(codes.split()[1], "403", (url, r))
+            else:
+                self.assertEqual(codes.split()[0], "403", (url, r))
+                self.assertIn(own, body, (url, r))
+        self.assertNotIn("/own", [path for _, path in egress_servers.Handler.seen])
+        def refused_connects():
+            with open(os.path.join(self.gw.state_dir, "audit.log")) as f:
+                lines = [json.loads(line) for line in f if '"egress.refused"' in line and sid in line]
+            return [e for e in lines if e["method"] == "CONNECT" and own in e["reason"]]
+
+        connects = wait_until(lambda: len(refused_connects()) >= 2 and refused_connects(), 10, "the audit lines")
+        self.assertEqual(sorted(e["host"] for e in connects), ["spare.test", "spare6.test"], connects)
+        subprocess.run(["ip", "addr", "del", f"{self.spare}/32", "dev", link], check=True)
+        r = self.cmd(self.gw, sid, f"curl -sS -m 30 -o /tmp/body -w '%{{http_code}}' 'http://{self.spare}:{port}/gone';"
+                                   " echo; cat /tmp/body")
+        self.assertNotIn(own, r["stdout"], r)
 
 
 if __name__ == "__main__":

@@ -133,26 +133,33 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
     run->answered = true;
     backstop->cancel();
     ++gateway_metrics().commands;
-    if (st.timed_out || gave_up) ++gateway_metrics().command_timeouts;
+    const bool sandbox_ended = !st.sandbox_ended.empty();
+    const bool timed_out = !sandbox_ended && (st.timed_out || gave_up);
+    if (timed_out) ++gateway_metrics().command_timeouts;
     --s->commands_running;
     s->touch();
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run->started)
             .count();
     auto line = run->audit;
-    line["outcome"] = st.timed_out || gave_up ? "timeout" : st.code == 0 && !st.signal ? "ok" : "error";
+    line["outcome"] = sandbox_ended                ? "sandbox_ended"
+                      : timed_out                  ? "timeout"
+                      : st.code == 0 && !st.signal ? "ok"
+                                                   : "error";
     line["exit_code"] =
         st.signal || st.code < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(st.code);
     line["signal"] = st.signal ? nlohmann::ordered_json(st.signal) : nlohmann::ordered_json(nullptr);
     line["oom"] = st.oom;
+    if (sandbox_ended) line["sandbox_ended"] = st.sandbox_ended;
     line["duration_ms"] = ms;
     audit(*self, "command.run", line);
     json out = {{"stdout", run->stdout_text},
                 {"stderr", run->stderr_text},
                 {"exit_code", st.signal || st.code < 0 ? json(nullptr) : json(st.code)},
                 {"signal", st.signal ? json(st.signal) : json(nullptr)},
-                {"timed_out", st.timed_out || gave_up},
+                {"timed_out", timed_out},
                 {"oom", st.oom},
+                {"sandbox_ended", sandbox_ended ? json(st.sandbox_ended) : json(nullptr)},
                 {"duration_ms", ms},
                 {"truncated", st.truncated}};
     auto res = self->json(http::status::ok, json::object());

@@ -43,7 +43,8 @@ void execution_audit::on_end(const std::string& kernel_id, const std::string& ow
   f["code_sha256"] = digested ? ojson(r.code_sha256) : ojson(nullptr);
   f["code_bytes"] = digested ? ojson(r.code_bytes) : ojson(nullptr);
   f["code_from"] = digested ? ojson(r.code_from) : ojson(nullptr);
-  f["outcome"] = known ? s : std::string("error");
+  f["outcome"] = !r.sandbox_ended.empty() ? std::string("sandbox_ended") : known ? s : std::string("error");
+  if (!r.sandbox_ended.empty()) f["sandbox_ended"] = r.sandbox_ended;
   f["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(end - r.started_steady).count();
   f["timed_out"] = r.timed_out;
   f["kernel_restarted"] = r.kernel_restarted;

@@ -91,6 +91,7 @@ std::string execution_record::json_text(json members) const {
       {"timed_out", timed_out},
       {"kernel_restarted", kernel_restarted},
       {"truncated", truncated},
+      {"sandbox_ended", sandbox_ended.empty() ? json(nullptr) : json(sandbox_ended)},
       {"started", protocol::iso8601(started)},
       {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(end - started_steady).count()}});
   std::string text = members.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -290,6 +291,18 @@ void execution_log::end_all(const std::string& why, bool restarted) {
       r->error =
           json{{"ename", "KernelDied"}, {"evalue", why}, {"traceback", json::array({"KernelDied: " + why})}};
     finish(*r, r->timed_out ? "timeout" : "error");
+  }
+}
+
+void execution_log::end_with_sandbox(const std::string& reason, const std::string& description) {
+  for (auto& [id, r] : records_) {
+    if (r->done()) continue;
+    r->sandbox_ended = reason;
+    r->timed_out = false;  // whatever its deadline was, the sandbox ended it
+    r->error = json{{"ename", "SandboxEnded"},
+                    {"evalue", description},
+                    {"traceback", json::array({"SandboxEnded: " + description})}};
+    finish(*r, "error");
   }
 }
 

@@ -41,7 +41,8 @@ struct execution_record {
   std::optional<nlohmann::json> error;  // {ename, evalue, traceback}
   bool timed_out = false;
   bool kernel_restarted = false;
-  bool truncated = false;  // output past the record's limits was dropped
+  bool truncated = false;     // output past the record's limits was dropped
+  std::string sandbox_ended;  // why its sandbox ended under it ("deleted", "expired", ...), or ""
   bool replied = false;
   bool idle = false;
   // Taken up after a gateway restart: the kernel's execute_reply went to the
@@ -126,6 +127,9 @@ class execution_log {
   void wait(const std::string& msg_id, waiter w);
   // Ends every running record (the kernel died or restarted).
   void end_all(const std::string& why, bool restarted);
+  // Ends every running record because the kernel's sandbox ended (`reason`
+  // "deleted", "expired", ...): an error SandboxEnded saying `description`.
+  void end_with_sandbox(const std::string& reason, const std::string& description);
   // Ends one record now, as `status`.
   void finish(execution_record& r, const std::string& status);
 

@@ -83,7 +83,7 @@ kernel::kernel(passkey, boost::asio::io_context& io, kernel_options opts, std::s
 kernel::~kernel() {
   if (output_) output_->close();
   if (channels_) channels_->close();
-  if (opts_.owns_sandbox && !left_running_) process_->box().destroy();
+  if (opts_.owns_sandbox && !left_running_) process_->box().destroy("ended");
 }
 
 nlohmann::json kernel::reattach_record() const {
@@ -235,6 +235,9 @@ void kernel::stop_process(std::function<void()> after_exit) {
 void kernel::on_process_exit(const exit_status& st) {
   if (start_done_) return on_started("the kernel exited during start-up (" + st.describe() + ")");
   if (phase_ != phase::running) return;
+  // Killed as its sandbox ends (its TTL): no restart; the sandbox's end, which
+  // follows, ends the kernel and its executions with the reason.
+  if (!st.sandbox_ended.empty()) return;
   // An unexpected death: tell the clients why, then restart per policy.
   log::warn("kernel_died", {{"kernel_id", id()}, {"status", st.describe()}});
   state_ = "restarting";
@@ -278,19 +281,22 @@ void kernel::shutdown(done_handler done) {
   });
 }
 
-void kernel::terminate(const std::string& why) {
+void kernel::terminate(const std::string& why, const std::string& sandbox_ended) {
   if (start_done_) on_started("the kernel's sandbox ended");
   process_->forget();
-  finish_stop(why);
+  finish_stop(why, sandbox_ended);
 }
 
-void kernel::finish_stop(const std::string& why) {
+void kernel::finish_stop(const std::string& why, const std::string& sandbox_ended) {
   if (phase_ == phase::ended) return;
   phase_ = phase::ended;
   state_ = "dead";
   process_->cancel_ready_deadline();
   watchdog_->reset();
-  executions_.end_all("the kernel was shut down (" + why + ")", false);
+  if (sandbox_ended.empty())
+    executions_.end_all("the kernel was shut down (" + why + ")", false);
+  else
+    executions_.end_with_sandbox(sandbox_ended, describe_sandbox_end(sandbox_ended));
   takeover_->forget();
   own_.fail_all("the kernel ended (" + why + ")");
   clients_.close_all(1001, why);
@@ -298,7 +304,8 @@ void kernel::finish_stop(const std::string& why) {
   input_waiters_.resume_all();
   held_.clear();
   if (opts_.owns_sandbox) {
-    process_->box().destroy();
+    process_->forget();
+    process_->box().destroy(sandbox_ended.empty() ? "ended" : sandbox_ended);
     std::error_code ec;
     fs::remove_all(process_->box().run_dir_host(), ec);
   } else {

@@ -73,8 +73,10 @@ class kernel : public std::enable_shared_from_this<kernel> {
   // Ends the kernel: shutdown_request, SIGTERM, SIGKILL; closes clients.
   void shutdown(done_handler done);
   // Ends the kernel at once because its sandbox is going away (its processes
-  // die with it); clients are closed with `why`.
-  void terminate(const std::string& why);
+  // die with it); clients are closed with `why`. `sandbox_ended`: why the
+  // sandbox ended ("deleted", "expired", ...), which running executions end
+  // with; empty when the kernel ends for another reason.
+  void terminate(const std::string& why, const std::string& sandbox_ended = {});
 
   // Runs code as the gateway's own request (the REST execute); `done` gets
   // the record when it ends. While the kernel (re)starts the request waits.
@@ -156,7 +158,7 @@ class kernel : public std::enable_shared_from_this<kernel> {
   void on_started(const std::string& error);
   void on_process_exit(const exit_status& st);
   void stop_process(std::function<void()> after_exit);
-  void finish_stop(const std::string& why = "kernel shut down");
+  void finish_stop(const std::string& why = "kernel shut down", const std::string& sandbox_ended = {});
   // kernel_messages.cpp: what comes from the kernel and from clients.
   void on_kernel_message(protocol::channel ch, protocol::message&& msg);
   void on_oversized(protocol::channel ch, protocol::message&& head, std::size_t bytes);

@@ -47,16 +47,16 @@ kernel_manager::kernel_manager(boost::asio::io_context& io, const config& cfg, k
   zmq_.set(zmq::ctxopt::max_sockets, static_cast<int>(sockets));
   // A sandbox that ends by itself (TTL) or is culled takes its kernels with it.
   sandboxes_.on_sandbox_end([this](const std::shared_ptr<sandbox_entry>& s, const std::string& reason) {
-    if (auto m = pool_.forget(s->id)) m->k->terminate("sandbox " + reason);
+    if (auto m = pool_.forget(s->id)) m->k->terminate("sandbox " + reason, reason);
     if (auto it = reserved_.find(s->id); it != reserved_.end()) {
-      it->second->terminate("sandbox " + reason);
+      it->second->terminate("sandbox " + reason, reason);
       reserved_.erase(it);
     }
     for (const auto& id : std::set<std::string>(s->kernels))
       if (auto k = find(id)) {
         kernels_.erase(id);
         forget(id, reason);
-        k->terminate("sandbox " + reason);
+        k->terminate("sandbox " + reason, reason);
       }
   });
   // Idle: no kernel busy, starting or restarting, and none that sent or
@@ -313,13 +313,13 @@ void kernel_manager::delete_sandbox(const std::string& sandbox_id, const std::fu
   auto s = sandboxes_.find(sandbox_id);
   if (!s) return done();
   if (auto it = reserved_.find(sandbox_id); it != reserved_.end()) {
-    it->second->terminate("sandbox deleted");
+    it->second->terminate("sandbox deleted", "deleted");
     reserved_.erase(it);
   }
   for (const auto& id : s->kernels)
     if (auto k = find(id)) {
       kernels_.erase(id);
-      k->terminate("sandbox deleted");
+      k->terminate("sandbox deleted", "deleted");
     }
   sandboxes_.destroy(sandbox_id, "deleted");
   done();

@@ -169,6 +169,7 @@ void kernel_process::next_stop_step() {
 }
 
 void kernel_process::forget() {
+  ++generation_;  // an exit heard from now on (the sandbox ending under it) is no news
   running_ = false;
   stopped_ = nullptr;
   stop_steps_.clear();

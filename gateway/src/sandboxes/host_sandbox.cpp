@@ -23,6 +23,13 @@ std::string exit_status::describe() const {
   return "exit " + std::to_string(code);
 }
 
+std::string describe_sandbox_end(const std::string& reason) {
+  if (reason == "deleted") return "the sandbox was deleted";
+  if (reason == "expired") return "the sandbox's time to live ran out";
+  if (reason == "culled") return "the sandbox was ended after its idle timeout";
+  return "the sandbox ended";
+}
+
 host_sandbox::host_sandbox(std::filesystem::path run_dir, std::filesystem::path workspace)
     : run_dir_(std::move(run_dir)), workspace_(std::move(workspace)) {
   std::filesystem::create_directories(run_dir_);
@@ -67,7 +74,7 @@ int host_sandbox::open_workspace() const {
 }
 
 host_sandbox::~host_sandbox() {
-  destroy();
+  destroy("ended");
   if (alias_ != run_dir_) ::unlink(alias_.c_str());
 }
 
@@ -94,7 +101,7 @@ void host_sandbox::signal(const std::string& name, int sig) {
   if (it != children_.end() && child_running(it->second)) ::kill(-it->second, sig);  // its own process group
 }
 
-void host_sandbox::destroy() {
+void host_sandbox::destroy(const std::string&) {
   for (const auto& [name, pid] : children_)
     if (child_running(pid)) ::kill(-pid, SIGKILL);
   children_.clear();

@@ -39,7 +39,7 @@ class host_sandbox final : public sandbox {
   void reclaim(const std::string&, spawn_handler on_found, exit_handler) override {
     on_found("processes outside a sandbox end with the gateway that started them");
   }
-  void destroy() override;
+  void destroy(const std::string& why) override;
   bool leave_running() override { return false; }
   [[nodiscard]] int open_workspace() const override;
 

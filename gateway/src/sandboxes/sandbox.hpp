@@ -27,9 +27,15 @@ struct exit_status {
   bool oom = false;        // killed by the sandbox's memory limit
   bool timed_out = false;  // killed at its spawn_request::timeout
   bool truncated = false;  // captured output passed spawn_request::output_limit
+  // Set when the process ended because its sandbox did: why the sandbox
+  // ended ("deleted", "expired", "culled", "ended"), as sandbox_manager says.
+  std::string sandbox_ended;
 
   [[nodiscard]] std::string describe() const;  // "oom", "signal 9", "exit 1"
 };
+
+// What ended a sandbox, for people: "deleted" -> "the sandbox was deleted".
+[[nodiscard]] std::string describe_sandbox_end(const std::string& reason);
 
 struct spawn_request {
   std::string name;  // unique within the sandbox
@@ -79,8 +85,10 @@ class sandbox {
   virtual void when_ready(spawn_handler done) = 0;
   // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().
   virtual void on_end(end_handler handler) = 0;
-  // Kills everything inside and releases the sandbox; idempotent.
-  virtual void destroy() = 0;
+  // Kills everything inside and releases the sandbox; idempotent. The exit
+  // handlers of processes still running are called at once, with
+  // exit_status::sandbox_ended = `why` ("deleted", "expired", ...).
+  virtual void destroy(const std::string& why) = 0;
   // Lets go of the sandbox and leaves it running, for the next gateway to
   // reclaim (false: this kind cannot outlive the gateway; nothing was done).
   // destroy() afterwards does nothing.

@@ -61,7 +61,7 @@ sandbox_manager::sandbox_manager(boost::asio::io_context& io, const config& cfg,
 sandbox_manager::~sandbox_manager() {
   sweep_timer_.cancel();
   for (auto& [id, s] : sandboxes_)
-    if (s->box) s->box->destroy();
+    if (s->box) s->box->destroy("ended");
 }
 
 void sandbox_manager::persist(const sandbox_entry& s) {
@@ -227,7 +227,7 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
     registry_.end(registry::kind::kernel, k, reason);
   }
   stop_egress(id);
-  s->box->destroy();
+  s->box->destroy(reason);
   sandbox_paths(cfg_.state_dir, id).remove(reason == "deleted" || reason == "culled");
   if (!s->unsandboxed) slots_.release(s->slot);
   ++gateway_metrics().sandboxes_ended[reason];

@@ -29,7 +29,8 @@ supervised_sandbox::supervised_sandbox(boost::asio::io_context& io, supervisor_o
     : io_(io), opts_(std::move(opts)), socket_(io), timer_(io) {}
 
 supervised_sandbox::~supervised_sandbox() {
-  destroy();
+  exits_.clear();  // nobody is left to tell
+  destroy("ended");
 }
 
 void supervised_sandbox::start() {
@@ -169,6 +170,7 @@ void supervised_sandbox::on_frame(const json& frame) {
     if (st.oom) ++gateway_metrics().oom_kills;
     st.timed_out = frame.value("timed_out", false);
     st.truncated = frame.value("truncated", false);
+    st.sandbox_ended = ev.sandbox_ended;
     auto handler = std::move(it->second);
     exits_.erase(it);
     handler(st);
@@ -374,13 +376,25 @@ void supervised_sandbox::fail_all(const std::string& why) {
   replies_.clear();
   for (auto& [req, handler] : replies)
     if (handler) handler(ctl::reply{req, false, std::nullopt, why});
+  // The supervisor kills everything when it ends; past the TTL, that is why.
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  end_processes(expires_at_ > 0 && now + 2 >= expires_at_ ? "expired" : "ended");
+  boost::system::error_code ec;
+  socket_.close(ec);
+}
+
+void supervised_sandbox::end_processes(const std::string& sandbox_ended) {
   outputs_.clear();
   auto exits = std::move(exits_);
   exits_.clear();
-  for (auto& [name, handler] : exits)
-    handler(exit_status{-1, SIGKILL, false});
-  boost::system::error_code ec;
-  socket_.close(ec);
+  for (auto& [name, handler] : exits) {
+    exit_status st;
+    st.signal = SIGKILL;  // what the supervisor sends everything inside as the sandbox ends
+    st.sandbox_ended = sandbox_ended;
+    handler(st);
+  }
 }
 
 bool supervised_sandbox::leave_running() {
@@ -398,13 +412,13 @@ bool supervised_sandbox::leave_running() {
   return true;
 }
 
-void supervised_sandbox::destroy() {
+void supervised_sandbox::destroy(const std::string& why) {
   if (destroyed_) return;
   const bool tell = ready_ && !lost_;
   destroyed_ = true;
   on_end_ = nullptr;
-  outputs_.clear();
-  exits_.clear();
+  auto self_while_ending = weak_from_this().lock();  // a handler may drop the last other reference
+  end_processes(why);
   replies_.clear();
   reclaims_.clear();
   before_ready_.clear();

@@ -58,7 +58,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   sandboxing::unique_fd copy_egress_listener(std::string& error) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
-  void destroy() override;
+  void destroy(const std::string& why) override;
   bool leave_running() override;
   [[nodiscard]] int open_workspace() const override;
   // The sandbox's end of life as its supervisor reported it (unix seconds), or 0 before ready.
@@ -80,6 +80,8 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void send(nlohmann::json frame, std::function<void(const sandboxing::control::reply&)> on_reply);
   void do_write();
   void fail_all(const std::string& why);
+  // Tells every process still running that it ended with the sandbox.
+  void end_processes(const std::string& sandbox_ended);
   void settle_reclaims();
 
   struct reclaim_request {

@@ -34,9 +34,10 @@
 //   {"event":"output","id":"k1","stream":"stdout"|"stderr","data":"<base64>"}
 // supervisor -> gateway, whenever a named child ends:
 //   {"event":"exit","id":"k1","code":N} | {"event":"exit","id":"k1","signal":9,"oom":true}
-//   plus "timed_out":true when timeout_ms killed it and "truncated":true when
+//   plus "timed_out":true when timeout_ms killed it, "truncated":true when
 //   captured output was not all forwarded (a stream passed output_limit, or no
-//   gateway was connected to receive it).
+//   gateway was connected to receive it), and "sandbox_ended":"expired"|"ended"
+//   when the sandbox ending killed it (its TTL, or a shutdown or signal).
 #pragma once
 
 #include <cstdint>
@@ -136,6 +137,7 @@ struct exit_event {
   bool oom = false;           // the cgroup's OOM killer ended it
   bool timed_out = false;     // the spawn's timeout_ms killed it
   bool truncated = false;     // captured output was not all forwarded
+  std::string sandbox_ended;  // "expired" or "ended" when the sandbox's end killed it
 };
 
 enum class output_stream { standard_output, standard_error };

@@ -32,4 +32,7 @@ struct egress_decision {
 [[nodiscard]] egress_decision check_address(const network_policy& p, const ip_address& a, bool literal,
                                             const std::vector<ip_address>& host_own);
 
+// True when a CONNECT tunnel on `port` may carry another protocol than TLS.
+[[nodiscard]] bool non_tls_allowed(const network_policy& p, std::uint16_t port);
+
 }  // namespace sandgate::sandboxing

@@ -26,6 +26,9 @@ struct network_policy {
   std::vector<std::string> hosts;  // allow: lower-case names, "*.example.com" matches below it
   std::vector<ip_network> cidrs;   // allow/open: IP literals and resolved addresses allowed
   std::vector<std::uint16_t> ports = {80, 443};
+  // Ports (of `ports`) whose CONNECT tunnels may carry other protocols than
+  // TLS; on every other port a tunnel must begin with a TLS ClientHello.
+  std::vector<std::uint16_t> non_tls_ports;
   std::uint32_t max_connections = 64;            // open at once, per sandbox
   std::uint64_t bytes_per_second = 64ull << 20;  // both directions together, per sandbox
 
@@ -39,8 +42,8 @@ inline constexpr std::uint16_t egress_proxy_port = 3128;
 [[nodiscard]] std::map<std::string, std::string> egress_proxy_env();
 
 // Parses a policy's network value: "none", "loopback", "allow", "open", or an
-// object {"mode", "hosts", "cidrs", "ports", "max_connections",
-// "bytes_per_second"}. Throws policy_error naming `field` (e.g. "network.hosts[2]").
+// object {"mode", "hosts", "cidrs", "ports", "non_tls_ports",
+// "max_connections", "bytes_per_second"}. Throws policy_error naming `field` (e.g. "network.hosts[2]").
 [[nodiscard]] network_policy parse_network_policy(const nlohmann::json& value, const std::string& field);
 // A bare mode as a string, else the whole object.
 [[nodiscard]] nlohmann::json to_json(const network_policy& p);

@@ -13,7 +13,7 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 egress_server::egress_server(asio::io_context& io, name_resolver& resolver, event_sink sink)
-    : io_(io), resolver_(resolver), sink_(std::move(sink)), host_own_(host_addresses()) {}
+    : io_(io), resolver_(resolver), sink_(std::move(sink)) {}
 
 std::string egress_server::set(const std::string& id, const std::string& principal,
                                sandboxing::unique_fd listener, const sandboxing::network_policy& policy) {

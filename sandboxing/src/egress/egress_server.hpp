@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "host_addresses.hpp"
 #include "name_resolver.hpp"
 #include "rate_limiter.hpp"
 #include "sandboxing/network_policy.hpp"
@@ -54,7 +55,8 @@ class egress_server {
   void remove_all();
 
   [[nodiscard]] name_resolver& resolver() noexcept { return resolver_; }
-  [[nodiscard]] const std::vector<sandboxing::ip_address>& host_own() const noexcept { return host_own_; }
+  // The host's own addresses as they are now (null while they cannot be read: refuse).
+  [[nodiscard]] const std::vector<sandboxing::ip_address>* host_own() { return host_own_.current(); }
   void report(nlohmann::json event) { sink_(std::move(event)); }
 
  private:
@@ -66,7 +68,7 @@ class egress_server {
   boost::asio::io_context& io_;
   name_resolver& resolver_;
   event_sink sink_;
-  std::vector<sandboxing::ip_address> host_own_;
+  host_addresses host_own_;
   std::map<std::string, std::shared_ptr<sandbox_egress>> boxes_;
 };
 

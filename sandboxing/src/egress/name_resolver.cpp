@@ -1,10 +1,6 @@
 #include "name_resolver.hpp"
 
-#include <ifaddrs.h>
-#include <netinet/in.h>
-
 #include <charconv>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -80,27 +76,6 @@ void name_resolver::resolve(const std::string& host, handler done) {
         if (out.empty()) return done("cannot resolve " + host + ": no addresses", {});
         done("", std::move(out));
       });
-}
-
-std::vector<sb::ip_address> host_addresses() {
-  std::vector<sb::ip_address> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (const ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    sb::ip_address a;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      a.v4 = true;
-      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, 4);
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
-    } else {
-      continue;
-    }
-    out.push_back(a);
-  }
-  ::freeifaddrs(list);
-  return out;
 }
 
 }  // namespace sandgate::egress

@@ -49,7 +49,4 @@ class name_resolver {
   std::map<std::string, std::vector<sandboxing::ip_address>> hosts_;
 };
 
-// The host's own interface addresses (getifaddrs), refused as egress targets.
-[[nodiscard]] std::vector<sandboxing::ip_address> host_addresses();
-
 }  // namespace sandgate::egress

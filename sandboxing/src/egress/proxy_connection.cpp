@@ -35,10 +35,14 @@ const char* status_text(unsigned status) {
       return "Request Header Fields Too Large";
     case 502:
       return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
     default:
       return "Error";
   }
 }
+
+constexpr const char* unknown_host_addresses = "the proxy cannot read the host's own addresses now";
 
 }  // namespace
 
@@ -90,7 +94,9 @@ void proxy_connection::on_header(const error_code& ec) {
   if (!target) return refuse(400, error);
   target_ = *target;
   method_ = std::string(req.method_string());
-  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
+  const auto* own = server_.host_own();
+  if (!own) return refuse(503, unknown_host_addresses);
+  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, *own);
   if (!decision.allowed) return refuse(403, decision.reason);
   if (const auto literal = sb::parse_ip(target_.host)) {
     literal_ = true;
@@ -107,11 +113,13 @@ void proxy_connection::on_header(const error_code& ec) {
 void proxy_connection::on_resolved(const std::string& error, const std::vector<sb::ip_address>& addresses) {
   if (done_) return;
   if (!error.empty()) return refuse(502, error);
-  // The policy may have changed while the name was being resolved.
-  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
+  // The policy (or the host's addresses) may have changed while the name was being resolved.
+  const auto* own = server_.host_own();
+  if (!own) return refuse(503, unknown_host_addresses);
+  const auto decision = sb::check_target(box_->policy, target_.host, target_.port, *own);
   if (!decision.allowed) return refuse(403, decision.reason);
   for (const auto& a : addresses) {
-    const auto d = sb::check_address(box_->policy, a, false, server_.host_own());
+    const auto d = sb::check_address(box_->policy, a, false, *own);
     if (d.allowed) {
       candidates_.push_back(a);
     } else if (first_refusal_.empty()) {
@@ -208,13 +216,28 @@ void proxy_connection::inspect_hello() {
   if (done_) return;
   const auto scan = scan_client_hello(hello_);
   using kind = client_hello_scan::kind;
-  if (scan.what == kind::malformed) return refuse_tunnel("a malformed TLS ClientHello: " + scan.error);
-  if (scan.what == kind::named) {
-    server_name_ = sb::normalize_host(scan.server_name);
-    if (const auto d = name_allowed(); !d.allowed) return refuse_tunnel(d.reason);
+  switch (scan.what) {
+    case kind::refused:
+      return refuse_tunnel("not a clean TLS ClientHello: " + scan.error);
+    case kind::not_tls:
+      non_tls_ = true;
+      if (!sb::non_tls_allowed(box_->policy, target_.port))
+        return refuse_tunnel("the tunnel's first bytes are not a TLS ClientHello, and port " +
+                             std::to_string(target_.port) + " is not in the sandbox's non_tls_ports");
+      break;
+    case kind::named: {
+      server_name_ = sb::normalize_host(scan.server_name);
+      const auto* own = server_.host_own();
+      if (!own) return refuse_tunnel(unknown_host_addresses);
+      if (const auto d = name_allowed(*own); !d.allowed) return refuse_tunnel(d.reason);
+      break;
+    }
+    case kind::no_name:
+    case kind::need_more:
+      break;
   }
   if (scan.what != kind::need_more) {
-    // Checked (or not TLS): what was held goes first, then the relay takes over.
+    // Checked: what was held goes first, then the relay takes over.
     pending_ = std::move(hello_);
     hello_.clear();
     bytes_up_ += pending_.size();
@@ -243,9 +266,9 @@ void proxy_connection::inspect_hello() {
                           });
 }
 
-sb::egress_decision proxy_connection::name_allowed() const {
+sb::egress_decision proxy_connection::name_allowed(const std::vector<sb::ip_address>& own) const {
   if (server_name_.empty() || server_name_ == target_.host) return {true, ""};
-  auto d = sb::check_target(box_->policy, server_name_, target_.port, server_.host_own());
+  auto d = sb::check_target(box_->policy, server_name_, target_.port, own);
   if (!d.allowed)
     d.reason =
         "the TLS server name " + server_name_ + " is not the tunnel's host " + target_.host + ": " + d.reason;
@@ -317,9 +340,13 @@ void proxy_connection::arm_idle() {
 
 void proxy_connection::recheck() {
   if (done_ || !address_) return;
-  auto d = sb::check_target(box_->policy, target_.host, target_.port, server_.host_own());
-  if (d.allowed) d = sb::check_address(box_->policy, *address_, literal_, server_.host_own());
-  if (d.allowed) d = name_allowed();
+  const auto* own = server_.host_own();
+  if (!own) return close(unknown_host_addresses);
+  auto d = sb::check_target(box_->policy, target_.host, target_.port, *own);
+  if (d.allowed) d = sb::check_address(box_->policy, *address_, literal_, *own);
+  if (d.allowed) d = name_allowed(*own);
+  if (d.allowed && non_tls_ && !sb::non_tls_allowed(box_->policy, target_.port))
+    d = {false, "port " + std::to_string(target_.port) + " is no longer in the sandbox's non_tls_ports"};
   if (!d.allowed) close("the sandbox's network policy changed: " + d.reason);
 }
 

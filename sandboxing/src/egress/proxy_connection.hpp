@@ -2,8 +2,10 @@
 // 100 fields, 10 s), decides with the sandbox's policy, resolves the name
 // itself and checks every address, connects to the address it checked, then
 // relays bytes both ways (the sandbox's rate limit applies) until either side
-// ends. In a CONNECT tunnel, a TLS ClientHello's server name must be the
-// tunnel's host or allowed by the policy too, or the sandbox gets a TLS alert. Refusals are an HTTP 403 whose
+// ends. A CONNECT tunnel must begin with one clean TLS ClientHello (client_hello.hpp)
+// whose server name is the tunnel's host or allowed by the policy too, or with
+// another protocol on a port of the policy's non_tls_ports; otherwise the
+// sandbox gets a TLS access_denied alert and nothing reaches the host. Refusals are an HTTP 403 whose
 // body names the host and the reason. Each connection is reported once, when it ends, to the server's sink.
 #pragma once
 
@@ -61,7 +63,8 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   // is complete, refuses one naming a server the policy does not allow, then
   // starts the relay towards the host with them.
   void inspect_hello();
-  [[nodiscard]] sandboxing::egress_decision name_allowed() const;
+  [[nodiscard]] sandboxing::egress_decision name_allowed(
+      const std::vector<sandboxing::ip_address>& own) const;
   void refuse_tunnel(const std::string& reason);
   void refuse(unsigned status, const std::string& reason);
   void finish(const std::string& verdict, const std::string& reason);
@@ -90,6 +93,7 @@ class proxy_connection : public std::enable_shared_from_this<proxy_connection> {
   std::string pending_;                 // the response or upstream head being written
   std::string hello_;                   // a tunnel's first bytes, until checked
   std::string server_name_;             // the TLS hello's, normalized
+  bool non_tls_ = false;                // a tunnel whose first bytes are another protocol than TLS
   std::optional<splice_pump> up_pump_;  // once relaying
   std::optional<splice_pump> down_pump_;
   std::uint64_t bytes_up_ = 0;

@@ -42,7 +42,7 @@ export class SandgateError extends Error {
  * gateway's message does (`host x.example`, `port 8080`, `mode "open"`, ...).
  */
 export class NetworkRefusedError extends SandgateError {
-  /** `host`, `cidr`, `port`, `mode`, `max_connections` or `bytes_per_second`; undefined when the message names none. */
+  /** `host`, `cidr`, `port`, `non_tls_ports`, `mode`, `max_connections` or `bytes_per_second`; undefined when the message names none. */
   readonly what: string | undefined;
   /** The host, cidr, port, mode or limit that is above the ceiling. */
   readonly value: string | undefined;
@@ -50,7 +50,7 @@ export class NetworkRefusedError extends SandgateError {
   constructor(message: string, request?: string, options?: { cause?: unknown }) {
     super(403, 'network_refused', message, request, options);
     this.name = 'NetworkRefusedError';
-    const m = /^network: (host|cidr|port|network mode|max_connections|bytes_per_second) "?([^"\s]+)"? is outside/.exec(message);
+    const m = /^network: (host|cidr|port|non_tls_ports|network mode|max_connections|bytes_per_second) "?([^"\s]+)"? is outside/.exec(message);
     this.what = m ? (m[1] === 'network mode' ? 'mode' : m[1]) : undefined;
     this.value = m?.[2];
   }

@@ -112,7 +112,10 @@ const NETWORK_HELP =
   'tell the user which host you need (the application can allow it). A TLS "alert access denied" ' +
   'through the proxy means the same for the server name the program sent in TLS. "Connection refused" or ' +
   '"network unreachable" means no route: the sandbox has no network, or the program does not use the ' +
-  'proxy (Node\'s fetch does not; curl does).';
+  'proxy (Node\'s fetch does not; curl does). When egress was opened while a kernel ran, new processes ' +
+  'get the proxy at once, but a program that read its proxy settings before keeps connecting directly ' +
+  '(Python\'s urllib.request.urlopen caches them at its first call): restart that kernel, or build a ' +
+  'new one (urllib.request.install_opener(urllib.request.build_opener())), which reads the environment again.';
 
 // The body of the egress proxy's refusals, as curl prints it.
 const EGRESS_REFUSAL = /sandgate-egress: refused (\[[^\]\s]+\]|[^\s:]+):(\d+): ([^\r\n]*)/g;
@@ -125,6 +128,15 @@ export function egressNote(...texts: string[]): string | undefined {
   return (
     `The sandbox's network policy refused ${[...refused].join('; ')}. Do not retry it and do not try ` +
     'other hosts or addresses; tell the user which host you need (the application can allow it).'
+  );
+}
+
+/** What the model should know when the sandbox ended under a call (`sandbox_ended` of its result). */
+export function sandboxEndedNote(reason: string | null | undefined): string | undefined {
+  if (!reason) return undefined;
+  return (
+    `The sandbox ended while this ran (${reason}): its processes, variables and files are gone. ` +
+    'A new call starts in a new sandbox; say so to the user before redoing earlier steps.'
   );
 }
 
@@ -230,7 +242,11 @@ export function createSandgateTools(options: SandgateToolsOptions) {
       truncated,
       timedOut: r.timed_out,
     };
-    const notes = joinNotes(note, egressNote(r.stdout, r.stderr, r.error ? r.error.evalue + '\n' + r.error.traceback.join('\n') : ''));
+    const notes = joinNotes(
+      note,
+      sandboxEndedNote(r.sandbox_ended),
+      egressNote(r.stdout, r.stderr, r.error ? r.error.evalue + '\n' + r.error.traceback.join('\n') : ''),
+    );
     if (notes) out.note = notes;
     return out;
   }
@@ -306,7 +322,7 @@ export function createSandgateTools(options: SandgateToolsOptions) {
         timedOut: value.timed_out,
         truncated: value.truncated || stdout.trimmed || stderr.trimmed,
       };
-      const notes = joinNotes(note, egressNote(value.stdout, value.stderr));
+      const notes = joinNotes(note, sandboxEndedNote(value.sandbox_ended), egressNote(value.stdout, value.stderr));
       if (notes) out.note = notes;
       return out;
     },

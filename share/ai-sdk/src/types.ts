@@ -29,6 +29,8 @@ export interface NetworkPolicy {
   cidrs?: string[];
   /** Ports a request may name (default `[80, 443]`). */
   ports?: number[];
+  /** Ports (of `ports`) whose CONNECT tunnels may carry another protocol than TLS (SSH, SMTP). */
+  non_tls_ports?: number[];
   max_connections?: number;
   bytes_per_second?: number;
 }
@@ -133,6 +135,8 @@ export interface CommandResult {
   timed_out: boolean;
   duration_ms: number;
   truncated: boolean;
+  /** Why the sandbox ended while the command ran (`deleted`, `expired`, `culled`, `ended`); it then answered at once. */
+  sandbox_ended?: string | null;
 }
 
 /** A display_data or execute_result bundle, as the kernel sent it. */
@@ -168,6 +172,8 @@ export interface ExecuteResult {
   timed_out: boolean;
   kernel_restarted: boolean;
   duration_ms: number;
+  /** Why the sandbox ended while the code ran (`deleted`, `expired`, `culled`, `ended`); error `SandboxEnded`. */
+  sandbox_ended?: string | null;
   /** Set by this client when it dropped output past its cap (WebSocket path). */
   truncated?: boolean;
 }

@@ -62,6 +62,22 @@ def egress_seeds():
                      for i in range(0, len(body), 64))
     write("fuzz_client_hello", "split", split)
     write("fuzz_client_hello", "ssh", b"SSH-2.0-OpenSSH_9.2\r\n")
+    # What lenient server stacks read before (or around) a hello, each before one naming another server.
+    other = client_hello("other.example.org")
+    before = {
+        "alert-first": b"\x15\x03\x01\x00\x02\x01\x5a",
+        "ccs-first": b"\x14\x03\x03\x00\x01\x01",
+        "empty-first": b"\x16\x03\x01\x00\x00",
+        "appdata-first": b"\x17\x03\x03\x00\x01z",
+        "heartbeat-first": b"\x18\x03\x03\x00\x03\x01\x00\x00",
+    }
+    for name, record in before.items():
+        write("fuzz_client_hello", name, record + other)
+    write("fuzz_client_hello", "version-0", b"\x16\x00\x01" + other[3:])
+    body = other[5:]
+    write("fuzz_client_hello", "bytewise", b"".join(b"\x16\x03\x01\x00\x01" + body[i:i + 1]
+                                                    for i in range(len(body))))
+    write("fuzz_client_hello", "sslv2", b"\x80\x2e\x01\x03\x01\x00\x15\x00\x00\x00\x10" + b"a" * 37)
     heads = {
         "connect": b"CONNECT files.test:443 HTTP/1.1\r\nHost: files.test:443\r\n\r\n",
         "connect-v6": b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n",

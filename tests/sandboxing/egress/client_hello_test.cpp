@@ -1,6 +1,7 @@
 // The server name of a TLS ClientHello, from hellos OpenSSL itself writes
 // (with and without a name, whole, cut short, split across records) and from
-// hand-made ones that are malformed.
+// hand-made ones that are malformed; and the records lenient server stacks
+// read before or around a hello, each refused.
 #include "client_hello.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sandgate::egress {
 namespace {
@@ -104,8 +107,81 @@ TEST(ClientHello, BytesAfterTheHelloDoNotMatter) {
 TEST(ClientHello, OtherProtocolsAreNotTls) {
   EXPECT_EQ(scan_client_hello("SSH-2.0-OpenSSH_9.2\r\n").what, kind::not_tls);
   EXPECT_EQ(scan_client_hello("GET / HTTP/1.1\r\n").what, kind::not_tls);
-  EXPECT_EQ(scan_client_hello(std::string{22, 4}).what, kind::not_tls);
+  EXPECT_EQ(scan_client_hello(std::string{0x13}).what, kind::not_tls);             // below change_cipher_spec
+  EXPECT_EQ(scan_client_hello(std::string{0x1b}).what, kind::not_tls);             // above every record type
+  EXPECT_EQ(scan_client_hello(std::string{'\x80', 0x10, 4}).what, kind::not_tls);  // high bit, not a v2 hello
   EXPECT_EQ(scan_client_hello(std::string{22}).what, kind::need_more);
+  EXPECT_EQ(scan_client_hello(std::string{'\x80', 0x10}).what, kind::need_more);
+}
+
+// What Go's crypto/tls, OpenSSL, BoringSSL or rustls read before (or around)
+// a ClientHello, followed by a clean hello naming another server: refused,
+// whatever came first, never passed as "not TLS" or as the later hello.
+TEST(ClientHello, RecordsALenientServerSkipsBeforeAHelloAreRefused) {
+  const auto hello = openssl_hello("other.test");
+  const std::vector<std::pair<std::string, std::string>> before = {
+      {"a warning alert", std::string{21, 3, 1, 0, 2, 1, 0x5a}},
+      {"a close_notify alert", std::string{21, 3, 3, 0, 2, 1, 0}},
+      {"a change_cipher_spec", std::string{20, 3, 3, 0, 1, 1}},
+      {"application data", std::string{23, 3, 3, 0, 1, 'x'}},
+      {"a heartbeat", std::string{24, 3, 3, 0, 3, 1, 0, 0}},
+      {"an empty handshake record", std::string{22, 3, 1, 0, 0}},
+      {"an alert of version 0.1", std::string{21, 0, 1, 0, 2, 1, 0x5a}},
+  };
+  for (const auto& [what, bytes] : before) {
+    const auto scan = scan_client_hello(bytes + hello);
+    EXPECT_EQ(scan.what, kind::refused) << what;
+    EXPECT_FALSE(scan.error.empty()) << what;
+    EXPECT_EQ(scan.server_name, "") << what;
+  }
+}
+
+TEST(ClientHello, OddRecordVersionsAreRefused) {
+  // The hello itself in a record of version major 0 (Go reads it) or 4.
+  for (const char major : {0, 1, 4, 15}) {
+    auto hello = openssl_hello("other.test");
+    hello[1] = major;
+    const auto scan = scan_client_hello(hello);
+    EXPECT_EQ(scan.what, kind::refused) << int(major);
+    EXPECT_EQ(scan.server_name, "") << int(major);
+  }
+  // A hello body of version 2.0.
+  auto body_version = hand_hello(sni_extension(host_entry("x.test")));
+  body_version[9] = 2;
+  EXPECT_EQ(scan_client_hello(body_version).what, kind::refused);
+}
+
+TEST(ClientHello, AnSslv2HelloIsRefused) {
+  // msg_length 0x8031, type 1 (CLIENT-HELLO), version 3.1, then its lists.
+  const std::string v2 = std::string{'\x80', 0x2e, 1, 3, 1, 0, 21, 0, 0, 0, 16} + std::string(21 + 16, 'a');
+  const auto scan = scan_client_hello(v2);
+  EXPECT_EQ(scan.what, kind::refused);
+  EXPECT_NE(scan.error.find("SSLv2"), std::string::npos) << scan.error;
+}
+
+TEST(ClientHello, AHelloInOneByteRecordsIsReadWhole) {
+  const auto split = reframed(openssl_hello("bytewise.example.org"), 1);
+  const auto scan = scan_client_hello(split);
+  EXPECT_EQ(scan.what, kind::named) << scan.error;
+  EXPECT_EQ(scan.server_name, "bytewise.example.org");
+}
+
+TEST(ClientHello, RecordsInsideOrAfterTheHelloInItsRecordAreRefused) {
+  const auto split = reframed(openssl_hello("c.test"), 40);
+  // A warning alert between two fragments of the hello.
+  const auto alert = std::string{21, 3, 3, 0, 2, 1, 0x5a};
+  EXPECT_EQ(scan_client_hello(split.substr(0, 45) + alert + split.substr(45)).what, kind::refused);
+  // An empty handshake record between two fragments.
+  EXPECT_EQ(scan_client_hello(split.substr(0, 45) + std::string{22, 3, 3, 0, 0} + split.substr(45)).what,
+            kind::refused);
+  // A second ClientHello behind the first, in the first one's record.
+  const auto one = hand_hello(sni_extension(host_entry("a.test")));
+  const auto two = hand_hello(sni_extension(host_entry("b.test")));
+  const auto both =
+      std::string{22, 3, 1} + u16(one.size() - 5 + two.size() - 5) + one.substr(5) + two.substr(5);
+  EXPECT_EQ(scan_client_hello(both).what, kind::refused);
+  // A record larger than TLS allows a plaintext to be (2^14).
+  EXPECT_EQ(scan_client_hello(std::string{22, 3, 1, 0x40, 1}).what, kind::refused);
 }
 
 TEST(ClientHello, HandMadeHellosParse) {
@@ -119,33 +195,33 @@ TEST(ClientHello, HandMadeHellosParse) {
   EXPECT_EQ(scan_client_hello(hand_hello("")).what, kind::no_name);
 }
 
-TEST(ClientHello, MalformedHellosAreRefusedNotPassed) {
+TEST(ClientHello, MalformedHellosAreRefused) {
   const auto twice = sni_extension(host_entry("a.test")) + sni_extension(host_entry("b.test"));
-  EXPECT_EQ(scan_client_hello(hand_hello(twice)).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(hand_hello(twice)).what, kind::refused);
   EXPECT_EQ(scan_client_hello(hand_hello(sni_extension(host_entry("a.test") + host_entry("b.test")))).what,
-            kind::malformed);
-  EXPECT_EQ(scan_client_hello(hand_hello(sni_extension(host_entry("")))).what, kind::malformed);
+            kind::refused);
+  EXPECT_EQ(scan_client_hello(hand_hello(sni_extension(host_entry("")))).what, kind::refused);
   // An extension whose length runs past the block.
-  EXPECT_EQ(scan_client_hello(hand_hello(u16(0) + u16(50) + "short")).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(hand_hello(u16(0) + u16(50) + "short")).what, kind::refused);
   // A first handshake message that is not a ClientHello (a ServerHello, type 2).
   auto server_hello = hand_hello("");
   server_hello[5] = 2;
-  EXPECT_EQ(scan_client_hello(server_hello).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(server_hello).what, kind::refused);
   // A record of another type in the middle of the hello.
   auto split = reframed(openssl_hello("c.test"), 40);
   split[45] = 23;
-  EXPECT_EQ(scan_client_hello(split).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(split).what, kind::refused);
   // Empty and oversized records.
-  EXPECT_EQ(scan_client_hello(std::string{22, 3, 1, 0, 0}).what, kind::malformed);
-  EXPECT_EQ(scan_client_hello(std::string{22, 3, 1, '\x7f', '\x7f'}).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(std::string{22, 3, 1, 0, 0}).what, kind::refused);
+  EXPECT_EQ(scan_client_hello(std::string{22, 3, 1, '\x7f', '\x7f'}).what, kind::refused);
 }
 
-TEST(ClientHello, AHelloLargerThanTheBoundIsMalformed) {
+TEST(ClientHello, AHelloLargerThanTheBoundIsRefused) {
   // A ClientHello message announcing 1 MiB, in full-sized records.
   std::string records;
   const std::string head = std::string{1, '\x10', 0, 0};  // type 1, length 0x100000
   records += std::string{22, 3, 1} + u16(4) + head;
-  EXPECT_EQ(scan_client_hello(records).what, kind::malformed);
+  EXPECT_EQ(scan_client_hello(records).what, kind::refused);
   // One that fits the bound, but not yet all there: more is needed.
   const std::string small = std::string{1, 0, '\x40', 0};  // 16 KiB
   EXPECT_EQ(scan_client_hello(std::string{22, 3, 1} + u16(4) + small).what, kind::need_more);
