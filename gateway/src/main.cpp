@@ -7,6 +7,7 @@
 #include "auth/authenticator.hpp"
 #include "cluster/agent_check.hpp"
 #include "cluster/peer_directory.hpp"
+#include "http/descriptor_budget.hpp"
 #include "http/server.hpp"
 #include "http/streams.hpp"
 #include "http/ws_session.hpp"
@@ -60,21 +61,20 @@ sg::log::level parse_level(const std::string& s) {
 // and their mailboxes, the pinned socket files, the sandbox's control socket
 // and process descriptor): the soft limit, often 1024, goes up to the hard
 // one, and a limit that still cannot hold --max-kernels is said at start.
-void raise_open_file_limit(const sg::config& cfg) {
-  constexpr std::size_t fds_per_kernel = 16;
+// Returns how the limit is shared between kernels and clients.
+sg::descriptor_budget raise_open_file_limit(const sg::config& cfg) {
   rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = lim.rlim_max = RLIM_INFINITY;
   if (lim.rlim_cur < lim.rlim_max) {
     rlimit raised{lim.rlim_max, lim.rlim_max};
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
   }
-  const std::size_t needed = fds_per_kernel * cfg.most_kernels() + 256;  // and clients, files, the registry
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed)
-    sg::log::warn("open_file_limit_low",
-                  {{"limit", std::to_string(lim.rlim_cur)},
-                   {"needed", std::to_string(needed)},
-                   {"kernels_that_fit",
-                    std::to_string((lim.rlim_cur > 256 ? lim.rlim_cur - 256 : 0) / fds_per_kernel)}});
+  const auto budget = sg::share_descriptors(lim.rlim_cur, cfg.most_kernels());
+  if (!budget.holds_reserve())
+    sg::log::warn("open_file_limit_low", {{"limit", std::to_string(lim.rlim_cur)},
+                                          {"needed", std::to_string(budget.reserved)},
+                                          {"kernels_that_fit", std::to_string(budget.kernels_that_fit())}});
+  return budget;
 }
 
 int run(sg::config cfg) {
@@ -99,7 +99,7 @@ int run(sg::config cfg) {
     throw sg::config_error(e.what());
   }
 
-  raise_open_file_limit(cfg);
+  const auto descriptors = raise_open_file_limit(cfg);
   boost::asio::io_context io{1};
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
   sg::kernelspec_catalog specs(sg::kernelspec_catalog::default_dirs(cfg.kernel_paths, exe_dir));
@@ -123,12 +123,21 @@ int run(sg::config cfg) {
   limits.header_bytes = cfg.http_header_limit_bytes;
   limits.body_bytes = cfg.http_body_limit_bytes;
   limits.idle = std::chrono::seconds(cfg.http_idle_timeout_s);
+  limits.header_timeout = std::chrono::seconds(cfg.http_header_timeout_s);
+  limits.tls_handshake_timeout = std::chrono::seconds(cfg.handshake_timeout_s);
+  limits.ws.handshake_timeout = std::chrono::seconds(cfg.handshake_timeout_s);
   limits.ws.message_bytes = cfg.ws_message_limit_bytes;
   limits.ws.queue_bytes = cfg.client_queue_limit_bytes;
   limits.ws.stall_timeout = std::chrono::seconds(cfg.client_stall_timeout_s);
   std::unique_ptr<boost::asio::ssl::context> tls;
   if (!cfg.certfile.empty()) tls = sg::make_tls_context(cfg.certfile, cfg.keyfile);
-  sg::server srv(io, {address, cfg.port}, router, limits, tls.get());
+  const sg::connection_table::limits connections{sg::connection_cap(cfg.max_connections, descriptors),
+                                                 cfg.max_connections_per_address};
+  sg::log::info("connection_limits", {{"total", std::to_string(connections.total)},
+                                      {"per_address", std::to_string(connections.per_address)},
+                                      {"open_file_limit", std::to_string(descriptors.open_file_limit)},
+                                      {"reserved_descriptors", std::to_string(descriptors.reserved)}});
+  sg::server srv(io, {address, cfg.port}, router, limits, connections, kernels.memory(), tls.get());
   srv.run();
   std::unique_ptr<sg::agent_check> agent;
   if (cfg.agent_check_port != 0)

@@ -24,6 +24,7 @@ using env_map = std::map<std::string, std::string>;
 std::optional<config> parse(std::vector<std::string> args, const env_map& env = {}) {
   args.insert(args.begin(), "sandgate");
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -97,6 +98,10 @@ const std::vector<std::string> all_options = {
     "output-memory-limit-bytes",
     "max-message-bytes",
     "http-idle-timeout-s",
+    "http-header-timeout-s",
+    "handshake-timeout-s",
+    "max-connections",
+    "max-connections-per-address",
     "kernel-start-timeout-s",
     "kernel-shutdown-grace-s",
     "replay-retention-s",
@@ -253,6 +258,21 @@ TEST(config, numbers_within_their_type) {
   EXPECT_EQ(parse_ok({"--http-body-limit-bytes", "1048576"}).http_body_limit_bytes, 1048576u);
 }
 
+TEST(config, connection_limits_and_deadlines) {
+  const config d = parse_ok({});
+  EXPECT_EQ(d.max_connections, 4096u);
+  EXPECT_EQ(d.max_connections_per_address, 256u);
+  EXPECT_EQ(d.http_header_timeout_s, 20u);
+  EXPECT_EQ(d.handshake_timeout_s, 10u);
+  const config c = parse_ok(
+      {"--max-connections", "100", "--max-connections-per-address", "0", "--http-header-timeout-s", "2"},
+      {{"SANDGATE_HANDSHAKE_TIMEOUT_S", "3"}});
+  EXPECT_EQ(c.max_connections, 100u);
+  EXPECT_EQ(c.max_connections_per_address, 0u);  // none
+  EXPECT_EQ(c.http_header_timeout_s, 2u);
+  EXPECT_EQ(c.handshake_timeout_s, 3u);
+}
+
 TEST(config, pools_by_kernelspec_with_their_depth) {
   const config c = parse_ok({"--pool", "python=4,bash=1,ir=0", "--pool-preload", "numpy,pandas"});
   EXPECT_EQ(c.pools, (std::map<std::string, unsigned>{{"python", 4}, {"bash", 1}}));  // depth 0: no pool
@@ -280,6 +300,9 @@ TEST(config, bad_command_line_values_give_config_error) {
       {"port negative", {"--port", "-1"}, {}},
       {"node id too big", {"--node-id", "70000"}, {}},
       {"max kernels zero", {"--max-kernels", "0"}, {}},
+      {"max connections zero", {"--max-connections", "0"}, {}},
+      {"header timeout zero", {"--http-header-timeout-s", "0"}, {}},
+      {"handshake timeout zero", {"--handshake-timeout-s", "0"}, {}},
       {"limit overflows", {"--http-body-limit-bytes", "999999999999999999999999"}, {}},
       {"timeout negative", {"--kernel-start-timeout-s", "-5"}, {}},
       {"empty number", {"--port", ""}, {}},

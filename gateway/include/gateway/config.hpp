@@ -65,6 +65,15 @@ struct config {
   // A kernel message larger than this is replaced by a note naming its size; 0: none.
   std::size_t max_message_bytes = 128 * 1024 * 1024;
   unsigned http_idle_timeout_s = 300;
+  // A request head must be whole this long after its connection's accept
+  // (and TLS handshake) or a later request's first byte, whatever trickles in.
+  unsigned http_header_timeout_s = 20;
+  unsigned handshake_timeout_s = 10;  // TLS, and a WebSocket's opening and closing handshakes
+  // Client connections at once (HTTP and WebSocket), overall and from one
+  // address (an IPv6 /64; 0: no such limit). The total is also held within
+  // what the open-file limit leaves after the descriptors kept for kernels.
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_address = 256;
   unsigned kernel_start_timeout_s = 60;
   unsigned kernel_shutdown_grace_s = 3;
   unsigned replay_retention_s = 600;

@@ -91,6 +91,35 @@ void router::get_metrics(context& ctx) {
   counter("sandgate_commands_total", "Commands run in sandboxes.", m.commands);
   counter("sandgate_command_timeouts_total", "Commands killed at their timeout.", m.command_timeouts);
   counter("sandgate_auth_failures_total", "Requests refused for a missing or wrong token.", m.auth_failures);
+  gauge("sandgate_connections", "Client connections open now (HTTP and WebSocket).");
+  out += "sandgate_connections " + std::to_string(m.connections_open) + "\n";
+  gauge("sandgate_connections_limit",
+        "The most client connections at once: --max-connections within what the open-file limit leaves.");
+  out += "sandgate_connections_limit " + std::to_string(m.connections_limit) + "\n";
+  gauge("sandgate_connections_per_address_limit",
+        "The most client connections from one address (an IPv6 /64) at once; 0: none.");
+  out += "sandgate_connections_per_address_limit " + std::to_string(m.connections_per_address_limit) + "\n";
+  out +=
+      "# HELP sandgate_connections_refused_total Connections closed as soon as accepted, by the limit they "
+      "were over.\n"
+      "# TYPE sandgate_connections_refused_total counter\n";
+  for (const char* reason : {"per_address", "total", "descriptors"}) {
+    const auto it = m.connections_refused.find(reason);
+    out += std::string("sandgate_connections_refused_total{reason=\"") + reason + "\"} " +
+           std::to_string(it == m.connections_refused.end() ? 0 : it->second) + "\n";
+  }
+  counter("sandgate_connections_displaced_total",
+          "Connections waiting for a request head, closed to make room for a new one at the limit.",
+          m.connections_displaced);
+  out +=
+      "# HELP sandgate_connection_timeouts_total Connections closed for not completing a request head or a "
+      "handshake in time, by phase.\n"
+      "# TYPE sandgate_connection_timeouts_total counter\n";
+  for (const char* phase : {"request_head", "tls_handshake", "websocket_handshake"}) {
+    const auto it = m.connection_timeouts.find(phase);
+    out += std::string("sandgate_connection_timeouts_total{phase=\"") + phase + "\"} " +
+           std::to_string(it == m.connection_timeouts.end() ? 0 : it->second) + "\n";
+  }
   const auto pools = kernels_.pool().statuses();
   auto per_pool = [&](const std::string& name, const std::string& type, const std::string& help, auto field) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";

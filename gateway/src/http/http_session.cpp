@@ -1,5 +1,6 @@
 #include "http_session.hpp"
 
+#include "../util/metrics.hpp"
 #include "ws_session.hpp"
 
 #include <gateway/log.hpp>
@@ -8,25 +9,72 @@
 
 #include <unistd.h>
 
+#include <type_traits>
+
 namespace sandgate::gateway {
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+namespace {
+// What the first read of a request asks for; the head's read grows it.
+constexpr std::size_t first_read_bytes = 512;
+}  // namespace
+
 template <class Stream>
-http_session<Stream>::http_session(Stream&& stream, router& r, http_limits limits)
-    : stream_(std::move(stream)), router_(r), limits_(limits) {}
+http_session<Stream>::http_session(Stream&& stream, router& r, http_limits limits,
+                                   connection_table::slot place)
+    : stream_(std::move(stream)), router_(r), limits_(limits), place_(std::move(place)) {}
 
 template <class Stream>
 void http_session<Stream>::run() {
-  do_read();
+  if constexpr (std::is_same_v<Stream, tls_stream>) {
+    place_.waiting(*this);
+    beast::get_lowest_layer(stream_).expires_after(limits_.tls_handshake_timeout);
+    stream_.async_handshake(
+        boost::asio::ssl::stream_base::server,
+        [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
+  } else {
+    wait_for_request(true);
+  }
 }
 
 template <class Stream>
-void http_session<Stream>::do_read() {
-  header_parser_.emplace();
+void http_session<Stream>::on_handshake(beast::error_code ec) {
+  if (ec) {  // a failed handshake ends the connection
+    if (ec == beast::error::timeout) ++gateway_metrics().connection_timeouts["tls_handshake"];
+    return;
+  }
+  wait_for_request(true);
+}
+
+template <class Stream>
+void http_session<Stream>::close_now() {
+  beast::get_lowest_layer(stream_).close();  // what waits ends with operation_aborted
+}
+
+template <class Stream>
+void http_session<Stream>::wait_for_request(bool fresh) {
+  place_.waiting(*this);
+  if (buffer_.size() != 0) return read_header(fresh);  // a pipelined request
+  beast::get_lowest_layer(stream_).expires_after(fresh ? limits_.header_timeout : limits_.idle);
+  stream_.async_read_some(buffer_.prepare(first_read_bytes),
+                          [self = this->shared_from_this(), fresh](beast::error_code ec, std::size_t n) {
+                            if (ec) {
+                              if (ec == beast::error::timeout && fresh)
+                                ++gateway_metrics().connection_timeouts["request_head"];
+                              return (void)self->answer_read_error(ec);
+                            }
+                            self->buffer_.commit(n);
+                            self->read_header(fresh);
+                          });
+}
+
+template <class Stream>
+void http_session<Stream>::read_header(bool fresh) {
+  if (!fresh) beast::get_lowest_layer(stream_).expires_after(limits_.header_timeout);
+  header_parser_ = std::make_unique<http::request_parser<http::empty_body>>();
   header_parser_->header_limit(static_cast<std::uint32_t>(limits_.header_bytes));
   header_parser_->body_limit(boost::none);  // set per request once the header tells what it is
-  beast::get_lowest_layer(stream_).expires_after(limits_.idle);
   http::async_read_header(
       stream_, buffer_, *header_parser_,
       [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
@@ -53,7 +101,10 @@ bool http_session<Stream>::answer_read_error(beast::error_code ec) {
 
 template <class Stream>
 void http_session<Stream>::on_header(beast::error_code ec) {
+  if (ec == beast::error::timeout) ++gateway_metrics().connection_timeouts["request_head"];
   if (ec) return (void)answer_read_error(ec);
+  place_.busy();
+  beast::get_lowest_layer(stream_).expires_after(limits_.idle);  // for the body, and the answer
   auto respond = [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));
   };
@@ -66,7 +117,7 @@ void http_session<Stream>::on_header(beast::error_code ec) {
   // refused here, a chunked body by the limit set below.
   if (const auto length = header_parser_->content_length(); length && *length > limits_.body_bytes)
     return (void)answer_read_error(http::error::body_limit);
-  parser_.emplace(std::move(*header_parser_));
+  parser_ = std::make_unique<http::request_parser<http::string_body>>(std::move(*header_parser_));
   header_parser_.reset();
   parser_->body_limit(limits_.body_bytes);
   http::async_read(stream_, buffer_, *parser_,
@@ -150,7 +201,7 @@ void http_session<Stream>::on_read(beast::error_code ec) {
     auto& grant = std::get<router::channels_grant>(admitted);
     std::make_shared<ws_session<Stream>>(std::move(stream_), std::move(grant.target),
                                          std::move(grant.session_id), std::move(grant.principal), grant.v1,
-                                         limits_.ws, *grant.memory)
+                                         limits_.ws, *grant.memory, std::move(place_))
         ->run(std::move(req));
     return;  // the stream now belongs to the WebSocket session
   }
@@ -173,7 +224,7 @@ template <class Stream>
 void http_session<Stream>::on_write(bool keep_alive, beast::error_code ec) {
   if (ec) return;
   if (!keep_alive) return shutdown_send(stream_);
-  do_read();
+  wait_for_request(false);
 }
 
 template class http_session<plain_stream>;

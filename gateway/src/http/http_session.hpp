@@ -1,11 +1,13 @@
 #pragma once
-// One HTTP connection over a plain or TLS stream: reads a request header
-// within explicit limits, then its body: into memory for API requests, or
-// straight to a file for uploads to a sandbox's workspace. The router
-// answers (possibly asynchronously) with any kind of body; WebSocket
-// upgrades go to ws_session.
+// One HTTP connection over a plain or TLS stream: completes the TLS
+// handshake, reads a request head within explicit size and time limits,
+// then its body: into memory for API requests, or straight to a file for
+// uploads to a sandbox's workspace. The router answers (possibly
+// asynchronously) with any kind of body; WebSocket upgrades go to
+// ws_session.
 
 #include "../api/router.hpp"
+#include "connection_table.hpp"
 #include "server.hpp"
 #include "streams.hpp"
 
@@ -19,13 +21,24 @@
 namespace sandgate::gateway {
 
 template <class Stream>
-class http_session : public std::enable_shared_from_this<http_session<Stream>> {
+class http_session final : public std::enable_shared_from_this<http_session<Stream>>,
+                           public connection_table::closer {
  public:
-  http_session(Stream&& stream, router& r, http_limits limits);
+  // `place`: the connection's place in the server's connection table, held
+  // for the connection's life (a WebSocket's too).
+  http_session(Stream&& stream, router& r, http_limits limits, connection_table::slot place);
   void run();
+  // A new connection takes this one's place while it waits for a head.
+  void close_now() override;
 
  private:
-  void do_read();
+  void on_handshake(boost::beast::error_code ec);
+  // Waits for a request's first bytes, then reads its head. `fresh`: the
+  // connection's first request, whose head must be whole within the head's
+  // time of now (its accept or TLS handshake); a later request's head has
+  // that time from its first byte, and until then the idle timeout applies.
+  void wait_for_request(bool fresh);
+  void read_header(bool fresh);
   void on_header(boost::beast::error_code ec);
   void on_read(boost::beast::error_code ec);
   // Reads the body of an upload into the job's file; with no job (the
@@ -44,8 +57,11 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   boost::beast::flat_buffer buffer_;
   router& router_;
   http_limits limits_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  connection_table::slot place_;
+  // Made when a request's first bytes arrive: a connection that sends
+  // nothing holds no parser.
+  std::unique_ptr<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
+  std::unique_ptr<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   // The upload being read.
   struct upload_state {
     boost::beast::http::request_parser<boost::beast::http::buffer_body> parser;

@@ -62,7 +62,8 @@ void when_closes_sent(boost::asio::io_context& io, std::chrono::milliseconds dea
 
 template <class Stream>
 ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id,
-                               std::string principal, bool v1, ws_limits limits, memory_release& memory)
+                               std::string principal, bool v1, ws_limits limits, memory_release& memory,
+                               connection_table::slot place)
     : ws_(std::move(stream)),
       kernel_(std::move(k)),
       session_id_(std::move(session_id)),
@@ -71,12 +72,15 @@ ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::
       limits_(limits),
       memory_(memory),
       stall_timer_(ws_.get_executor()),
-      close_timer_(ws_.get_executor()) {}
+      close_timer_(ws_.get_executor()),
+      place_(std::move(place)) {}
 
 template <class Stream>
 void ws_session<Stream>::run(beast::http::request<beast::http::string_body> req) {
   beast::get_lowest_layer(ws_).expires_never();
-  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  timeouts.handshake_timeout = limits_.handshake_timeout;
+  ws_.set_option(timeouts);
   ws_.read_message_max(limits_.message_bytes);
   ws_.auto_fragment(false);
   const bool v1 = v1_;
@@ -90,6 +94,7 @@ void ws_session<Stream>::run(beast::http::request<beast::http::string_body> req)
 template <class Stream>
 void ws_session<Stream>::on_accept(beast::error_code ec) {
   if (ec) {
+    if (ec == beast::error::timeout) ++gateway_metrics().connection_timeouts["websocket_handshake"];
     log::info("websocket_handshake_failed", {{"kernel_id", kernel_->id()}, {"error", ec.message()}});
     return;
   }

@@ -10,6 +10,7 @@
 #include "../bridge/outgoing.hpp"
 #include "../util/memory_release.hpp"
 #include "batched_writes.hpp"
+#include "connection_table.hpp"
 #include "server.hpp"
 #include "streams.hpp"
 
@@ -49,8 +50,10 @@ class close_in_flight {
 template <class Stream>
 class ws_session final : public kernel_client, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
+  // `place`: the connection's place in the server's connection table, held
+  // until the WebSocket ends.
   ws_session(Stream&& stream, std::shared_ptr<kernel> k, std::string session_id, std::string principal,
-             bool v1, ws_limits limits, memory_release& memory);
+             bool v1, ws_limits limits, memory_release& memory, connection_table::slot place);
 
   // Completes the handshake for `req` and starts relaying.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
@@ -110,6 +113,7 @@ class ws_session final : public kernel_client, public std::enable_shared_from_th
   boost::asio::steady_timer close_timer_;
   boost::beast::websocket::close_reason close_reason_;
   std::unique_ptr<close_in_flight> close_in_flight_;
+  connection_table::slot place_;
 };
 
 extern template class ws_session<plain_stream>;

@@ -165,6 +165,21 @@ const std::vector<option>& options() {
        "a kernel message larger than this is replaced by a note naming its size (default 128 MiB; 0: none)",
        SG_NUM(max_message_bytes)},
       {"http-idle-timeout-s", "S", "idle HTTP connection timeout (default 300)", SG_NUM(http_idle_timeout_s)},
+      {"http-header-timeout-s", "S",
+       "a request head must arrive whole within this time of the connection's accept (or TLS handshake), "
+       "or of a later request's first byte (default 20)",
+       SG_NUM(http_header_timeout_s)},
+      {"handshake-timeout-s", "S", "time for a TLS handshake and for a WebSocket's handshakes (default 10)",
+       SG_NUM(handshake_timeout_s)},
+      {"max-connections", "N",
+       "most client connections at once, HTTP and WebSocket; at the limit a new one takes the place of the "
+       "one that has waited longest for a request, or is refused; also held within the open-file limit "
+       "less 16 descriptors per kernel and 256 (default 4096)",
+       SG_NUM(max_connections)},
+      {"max-connections-per-address", "N",
+       "most client connections from one address (an IPv6 /64) at once; more are refused with 503 (default "
+       "256; 0: none, e.g. behind a proxy whose connections all come from one address)",
+       SG_NUM(max_connections_per_address)},
       {"kernel-start-timeout-s", "S", "time a kernel has to answer kernel_info (default 60)",
        SG_NUM(kernel_start_timeout_s)},
       {"kernel-shutdown-grace-s", "S", "time between shutdown_request, SIGTERM and SIGKILL (default 3)",
@@ -312,6 +327,9 @@ std::optional<config> parse_config(int argc, char** argv, const std::map<std::st
   if (c.base_url.back() != '/') c.base_url.push_back('/');
   if (c.certfile.empty() != c.keyfile.empty()) throw config_error("--certfile and --keyfile go together");
   if (c.max_kernels == 0) throw config_error("--max-kernels must be at least 1");
+  if (c.max_connections == 0) throw config_error("--max-connections must be at least 1");
+  if (c.http_header_timeout_s == 0) throw config_error("--http-header-timeout-s must be at least 1");
+  if (c.handshake_timeout_s == 0) throw config_error("--handshake-timeout-s must be at least 1");
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
     throw config_error("--log-level must be debug, info, warn or error, not \"" + c.log_level + "\"");
   return c;

@@ -52,6 +52,13 @@ struct metrics {
   std::uint64_t egress_bytes_up = 0;                        // sandboxes -> the outside
   std::uint64_t egress_bytes_down = 0;
   std::uint64_t egress_proxy_restarts = 0;
+  // Client connections (http/server, http/connection_table).
+  std::uint64_t connections_open = 0;               // a gauge
+  std::uint64_t connections_limit = 0;              // in force: the configured one within the descriptors
+  std::uint64_t connections_per_address_limit = 0;  // 0: none
+  std::map<std::string, std::uint64_t> connections_refused;  // by reason: per_address, total, descriptors
+  std::uint64_t connections_displaced = 0;  // waiting for a head, closed to make room for a new one
+  std::map<std::string, std::uint64_t> connection_timeouts;  // by phase: request_head, tls_handshake, ...
 };
 
 // The gateway's one set of metrics.
