@@ -94,6 +94,11 @@ void to_json(json& j, const spawn_request& m) {
   }
   if (m.stdin_data) j["stdin"] = base64_encode(*m.stdin_data);
   if (m.timeout_ms) j["timeout_ms"] = *m.timeout_ms;
+  if (m.streams) {
+    json streams = {{"buffer_bytes", m.streams->buffer_bytes}, {"stdin", m.streams->stdin}};
+    if (m.streams->pty) streams["pty"] = {{"cols", m.streams->pty->first}, {"rows", m.streams->pty->second}};
+    j["streams"] = std::move(streams);
+  }
 }
 
 namespace {
@@ -127,6 +132,26 @@ void from_json(const json& j, spawn_request& m) {
   }
   m.timeout_ms.reset();
   if (j.contains("timeout_ms")) m.timeout_ms = unsigned_field(j, "timeout_ms", 0);
+  m.streams.reset();
+  if (j.contains("streams")) {
+    const json& s = j.at("streams");
+    if (!s.is_object()) throw std::invalid_argument("spawn: streams must be an object");
+    stream_options o;
+    o.buffer_bytes = unsigned_field(s, "buffer_bytes", o.buffer_bytes);
+    if (o.buffer_bytes > max_stream_buffer_bytes)
+      throw std::invalid_argument("spawn: streams.buffer_bytes must be at most 64 MiB");
+    o.stdin = s.value("stdin", false);
+    if (s.contains("pty") && !s.at("pty").is_null()) {
+      const json& pty = s.at("pty");
+      if (!pty.is_object()) throw std::invalid_argument("spawn: streams.pty must be an object");
+      const auto cols = unsigned_field(pty, "cols", 80);
+      const auto rows = unsigned_field(pty, "rows", 24);
+      if (cols < 1 || cols > 10000 || rows < 1 || rows > 10000)
+        throw std::invalid_argument("spawn: streams.pty cols and rows must be 1 to 10000");
+      o.pty = {static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows)};
+    }
+    m.streams = o;
+  }
 }
 
 void to_json(json& j, const signal_request& m) {
@@ -144,6 +169,7 @@ void to_json(json& j, const reply& m) {
   j = {{"req", m.req}, {"ok", m.ok}};
   if (m.pid) j["pid"] = *m.pid;
   if (!m.ok) j["error"] = m.error;
+  if (!m.data.is_null()) j["data"] = m.data;
 }
 
 void from_json(const json& j, reply& m) {
@@ -151,6 +177,7 @@ void from_json(const json& j, reply& m) {
   m.ok = j.at("ok").get<bool>();
   if (j.contains("pid")) m.pid = j.at("pid").get<int>();
   m.error = j.value("error", std::string());
+  m.data = j.contains("data") ? j.at("data") : json();
 }
 
 void to_json(json& j, const ready_event& m) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +76,7 @@ void join_own_cgroup(int procs_fd) {
   detail::timing_mark("child: joined its cgroup");
   reset_signals();
   check_sys(::setsid(), "setsid()");
+  if (spec.tty_fd >= 0) check_sys(::ioctl(spec.tty_fd, TIOCSCTTY, 0), "ioctl(tty, TIOCSCTTY)");
   {
     unique_fd adj(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
     if (adj) (void)!::write(adj.get(), "0", 1);

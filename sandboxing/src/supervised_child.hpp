@@ -29,6 +29,7 @@ struct supervised_child {
   pid_t sid = 0;       // its session (its first pid), for killing without a cgroup
   std::string cgroup;  // its own cgroup ("c<N>"), empty without tracking
   bool capture = false;
+  bool streamed = false;  // a process of the process API: its streams go to its rings (stream_process)
   std::uint64_t output_limit_bytes = control::default_output_limit_bytes;
   captured_stream streams[2];  // stdout, stderr (index = control::output_stream)
   unique_fd stdin_fd;          // non-blocking write end, until all of stdin_data is written

@@ -119,6 +119,10 @@ int supervisor::run() {
         on_connection(events[i].events);
       } else if (const auto it = child_fds_.find(fd); it != child_fds_.end()) {
         on_child_fd(it->second, events[i].events);
+      } else if (attachments_.contains(fd)) {
+        on_attachment(fd, events[i].events);
+      } else if (const auto in = process_stdin_fds_.find(fd); in != process_stdin_fds_.end()) {
+        feed_process_stdin(processes_.at(in->second));
       }
     }
     if (exit_code_) break;
@@ -221,6 +225,8 @@ void supervisor::drop_connection() {
   if (!connection_) return;
   unwatch(connection_->fd());
   connection_.reset();
+  handoffs_.clear();  // attachments the gateway did not take yet: their ends close, and they with them
+  waits_.clear();     // their answers had nowhere to go
 }
 
 void supervisor::on_connection(std::uint32_t events) {

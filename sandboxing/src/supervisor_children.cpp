@@ -74,6 +74,7 @@ void supervisor::on_child_fd(child_fd which, std::uint32_t) {
 }
 
 void supervisor::read_output(supervised_child& c, int stream, std::size_t budget) {
+  if (c.streamed) return read_into_ring(c, stream, budget);
   static char buffer[control::max_output_chunk_bytes];
   captured_stream& s = c.streams[stream];
   const bool drain = budget == 0;
@@ -160,6 +161,7 @@ void supervisor::report_exit(supervised_child& c) {
   event.id = c.id;
   event.timed_out = c.timed_out;
   event.truncated = c.truncated;
+  if (c.streamed) process_ended(c, event);
   send_event(json(event));
   if (!c.cgroup.empty() && !cgroups_.remove(c.cgroup)) {
     if (lingering_.size() >= max_children) {  // bounded: the oldest goes now
@@ -214,6 +216,7 @@ void supervisor::on_child_timer() {
       read_output(c, stream, 0);
     report_exit(c);
   }
+  answer_waits({}, true);
   deadlines_changed_ = true;
 }
 
@@ -225,6 +228,8 @@ void supervisor::arm_child_timer() {
       if (t && (!next || *t < *next)) next = t;
     }
   }
+  for (const auto& w : waits_)
+    if (!next || w.deadline < *next) next = w.deadline;
   itimerspec when{};
   if (next) {
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(next->time_since_epoch()).count();
@@ -247,7 +252,7 @@ void supervisor::update_output_interest() {
   if (pause == output_paused_) return;
   output_paused_ = pause;
   for (auto& [fd, which] : child_fds_) {
-    if (which.role == 2) continue;
+    if (which.role == 2 || which.child->streamed) continue;  // a process's rings pace its own reads
     captured_stream& s = which.child->streams[which.role];
     if (pause && s.watched && !small_remainder(*which.child, s)) {
       unwatch(fd);

@@ -16,8 +16,10 @@
 #include "egress_port.hpp"
 #include "sandboxing/control_connection.hpp"
 #include "sandboxing/control_protocol.hpp"
+#include "sandboxing/spawn.hpp"
 #include "sandboxing/supervisor.hpp"
 #include "sandboxing/unique_fd.hpp"
+#include "stream_process.hpp"
 #include "supervised_child.hpp"
 
 namespace sandgate::sandboxing::detail {
@@ -75,6 +77,42 @@ class supervisor {
   // sandbox ended, `why`: "expired" at the TTL, "ended" otherwise), then the loop.
   void finish(int code, const char* why = "ended");
 
+  // supervisor_processes.cpp: the process API (control_protocol.hpp, "Processes").
+  // The streams' descriptors for a spawn with "streams" (a pty, or pipes).
+  void make_process_streams(const control::spawn_request& request, spawn_spec& spec, supervised_child& c,
+                            stream_process& p, std::vector<unique_fd>& child_ends);
+  control::reply do_attach(const json& message);
+  control::reply do_release_fd(const json& message);
+  control::reply do_processes(const json& message);
+  // Answered at once when the process ended, else later (nothing now).
+  std::optional<control::reply> do_wait(const json& message);
+  control::reply do_write_stdin(const json& message);
+  control::reply do_resize(const json& message);
+  control::reply do_forget(const json& message);
+  [[nodiscard]] json process_record(const stream_process& p) const;
+  [[nodiscard]] std::uint64_t ring_bytes() const;  // all processes' ring capacities
+  stream_process& process_of(const json& message, const char* op);
+  void read_into_ring(supervised_child& c, int stream, std::size_t budget);
+  // Bytes a stream may read now without overtaking its slowest attachment by more than its ring.
+  [[nodiscard]] std::size_t ring_room(const stream_process& p, int stream) const;
+  void resume_reading(stream_process& p);
+  void process_ended(const supervised_child& c, const control::exit_event& event);
+  void on_attachment(int fd, std::uint32_t events);
+  void pump_attachment(int fd);
+  void pump_attachments(stream_process& p);
+  void refill(attachment& a, const stream_process& p);
+  void close_attachment(int fd);
+  void set_interest(attachment& a, std::uint32_t interest);
+  void on_attachment_frame(stream_process& p, process_stream::frame f);
+  // Queues stdin for the process; false (nothing queued) when it takes no more now.
+  bool queue_stdin(stream_process& p, std::string_view bytes, bool close_after, std::string& error);
+  void feed_process_stdin(stream_process& p);
+  void close_process_stdin(stream_process& p);
+  void resize(stream_process& p, std::uint16_t cols, std::uint16_t rows);
+  void answer_waits(const std::string& id, bool expired_only);
+  void forget_process(const std::string& id);
+  void trim_ended_processes();
+
   // supervisor_children.cpp
   void start_child_io(supervised_child& c);
   void on_child_fd(child_fd which, std::uint32_t events);
@@ -111,6 +149,16 @@ class supervisor {
   std::deque<std::pair<std::string, std::string>>
       lingering_;                 // (id, cgroup) of ended children with processes left
   std::deque<json> undelivered_;  // exit events while no gateway was connected
+  std::map<std::string, stream_process> processes_;  // the process API's, running and ended
+  std::map<int, attachment> attachments_;            // by the supervisor's socket
+  std::map<int, unique_fd> handoffs_;                // the gateway's ends, until it copied them
+  std::map<int, std::string> process_stdin_fds_;     // a process's stdin writer -> its id
+  struct pending_wait {
+    std::uint64_t req = 0;
+    std::string id;
+    steady_time deadline;
+  };
+  std::vector<pending_wait> waits_;
   std::uint64_t next_cgroup_serial_ = 1;
   std::uint64_t oom_kills_seen_ = 0;
   bool output_paused_ = false;

@@ -51,6 +51,22 @@ void supervisor::handle(const json& message) {
       result = do_extend(message);
     } else if (op == "open_egress") {
       result = do_open_egress(message);
+    } else if (op == "attach") {
+      result = do_attach(message);
+    } else if (op == "release_fd") {
+      result = do_release_fd(message);
+    } else if (op == "processes") {
+      result = do_processes(message);
+    } else if (op == "wait") {
+      auto answer = do_wait(message);
+      if (!answer) return;  // answered when the process ends, or at the wait's timeout
+      result = std::move(*answer);
+    } else if (op == "write_stdin") {
+      result = do_write_stdin(message);
+    } else if (op == "resize") {
+      result = do_resize(message);
+    } else if (op == "forget") {
+      result = do_forget(message);
     } else if (op == "ping") {
       result.ok = true;
     } else if (op == "shutdown") {
@@ -89,6 +105,12 @@ control::reply supervisor::do_spawn(const json& message) {
     result.error = "spawn: timeout_ms is more than a year";
   } else if (stdin_pending > max_pending_stdin_bytes) {
     result.error = "spawn: too much stdin waiting to be read by the children";
+  } else if (request.streams && (request.capture || request.stdin_data || !request.log.empty())) {
+    result.error = "spawn: streams go with neither capture, stdin nor log";
+  } else if (request.streams && processes_.contains(request.id)) {
+    result.error = "spawn: a process named \"" + request.id + "\" exists";
+  } else if (request.streams && ring_bytes() + 2 * request.streams->buffer_bytes > max_ring_bytes_total) {
+    result.error = "spawn: the processes' buffers would pass 256 MiB";
   } else {
     spawn_spec spec;
     spec.argv = request.argv;
@@ -100,6 +122,15 @@ control::reply supervisor::do_spawn(const json& message) {
     spec.cwd = request.cwd.empty() ? "/workspace" : request.cwd;
     spec.log = request.log;
     pipe_ends out, err, in;
+    supervised_child started;
+    std::optional<stream_process> process;
+    std::vector<unique_fd> child_ends;  // the child's copies, closed here once it runs
+    if (request.streams) {
+      process.emplace(request.streams->buffer_bytes);
+      process->options = *request.streams;
+      if (process->options.pty) process->options.stdin = true;  // a terminal takes input
+      make_process_streams(request, spec, started, *process, child_ends);
+    }
     if (request.capture) {
       out = make_pipe(true);
       err = make_pipe(true);
@@ -123,6 +154,7 @@ control::reply supervisor::do_spawn(const json& message) {
       cgroups_.remove(leaf.name);
       throw;
     }
+    child_ends.clear();
     supervised_child& c = children_[request.id];
     c.id = request.id;
     c.pid = pid;
@@ -130,9 +162,20 @@ control::reply supervisor::do_spawn(const json& message) {
     c.cgroup = leaf.name;
     c.capture = request.capture;
     c.output_limit_bytes = request.output_limit_bytes;
-    c.streams[0].fd = std::move(out.read);
-    c.streams[1].fd = std::move(err.read);
+    c.streams[0].fd = request.streams ? std::move(started.streams[0].fd) : std::move(out.read);
+    c.streams[1].fd = request.streams ? std::move(started.streams[1].fd) : std::move(err.read);
     c.stdin_fd = std::move(in.write);
+    if (process) {
+      c.streamed = true;
+      process->id = request.id;
+      process->pid = pid;
+      process->argv = request.argv;
+      process->cwd = spec.cwd;
+      process->started_ms = wall_clock_ms();
+      stream_process& p = processes_.emplace(request.id, std::move(*process)).first->second;
+      if (p.stdin_fd) process_stdin_fds_[p.stdin_fd.get()] = p.id;
+      result.data = process_record(p);
+    }
     if (request.stdin_data) c.stdin_data = *request.stdin_data;
     if (request.timeout_ms) {
       c.timeout_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(*request.timeout_ms);

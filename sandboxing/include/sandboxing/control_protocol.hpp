@@ -28,6 +28,27 @@
 //     up, 127.0.0.1:3128 listening, and the proxy variables under the env of every later spawn;
 //     ok at once when already open
 //   {"op":"ping","req":3} -> {"req":3,"ok":true}
+// Processes (a spawn with "streams"): the supervisor keeps the last
+// buffer_bytes of each output stream in a ring, the process's record after it
+// ends (its exit and rings; the 64 most recent ended records), and serves any
+// number of attachments (process_stream.hpp for what flows on them):
+//   spawn with "streams":{"buffer_bytes":N,"stdin":true,"pty":{"cols":C,"rows":R}}: instead of
+//     capture/log/stdin; stdout and stderr (one stream under a pty) go to rings, stdin stays open
+//     (a pipe, or the pty) when asked for; the reply's data is the process's record
+//   {"op":"attach","req":8,"id":"p1","since":[N,N]} -> {"req":8,"ok":true,"data":{"fd":N}}: a new
+//     attachment, one end of a socketpair whose other end is the supervisor's descriptor N; the
+//     gateway copies it (pidfd_getfd) and sends release_fd. Output from offset `since` per stream
+//     (default 0: the oldest held), then the process's end.
+//   {"op":"release_fd","req":9,"fd":N} -> ok: the supervisor closes its copy of an attachment's end
+//     (also closed when the gateway's connection drops)
+//   {"op":"processes","req":10} -> {"data":{"processes":[record, ...]}}
+//   {"op":"wait","req":11,"id":"p1","timeout_ms":N} -> {"data":record} once it ended, or at the timeout
+//   {"op":"write_stdin","req":12,"id":"p1","data":"<base64>","close":bool} -> ok once queued
+//   {"op":"resize","req":13,"id":"p1","cols":C,"rows":R} -> ok
+//   {"op":"forget","req":14,"id":"p1"} -> ok: killed if running, its record and attachments dropped
+//   record: {"id","pid","argv","cwd","pty":{"cols","rows"}|null,"stdin":bool,"buffer_bytes":N,
+//            "started_ms","ended_ms"|null,"running":bool,"exit":{"code"|"signal","oom","timed_out"}|null,
+//            "stdout":{"bytes","held","dropped"},"stderr":{...},"attachments":N}
 //   {"op":"shutdown","req":4} -> {"req":4,"ok":true}, then everything ends
 // supervisor -> gateway, output of a child spawned with capture (chunks of at
 // most 64 KiB raw, every one before the child's exit event):
@@ -81,6 +102,14 @@ class frame_decoder {
   std::size_t offset_ = 0;
 };
 
+// How a process spawned for the process API keeps its streams.
+struct stream_options {
+  std::uint64_t buffer_bytes = 1u << 20;  // held per output stream
+  bool stdin = false;                     // stdin stays open for writes
+  std::optional<std::pair<std::uint16_t, std::uint16_t>> pty;  // cols, rows: a terminal
+};
+inline constexpr std::uint64_t max_stream_buffer_bytes = 64u << 20;
+
 struct spawn_request {
   std::uint64_t req = 0;
   std::string id;                          // the caller's name for the child, unique while it runs
@@ -92,6 +121,7 @@ struct spawn_request {
   std::uint64_t output_limit_bytes = default_output_limit_bytes;  // per captured stream
   std::optional<std::string> stdin_data = std::nullopt;           // raw ("stdin" is base64); none: /dev/null
   std::optional<std::uint64_t> timeout_ms = std::nullopt;  // the supervisor kills the child's tree then
+  std::optional<stream_options> streams = std::nullopt;    // a process with rings (see above)
 };
 
 struct kill_request {
@@ -116,6 +146,7 @@ struct reply {
   bool ok = false;
   std::optional<int> pid;  // spawn: the child's pid inside the sandbox
   std::string error;
+  nlohmann::json data;  // what an op answers with besides (null: nothing)
 };
 
 struct ready_event {

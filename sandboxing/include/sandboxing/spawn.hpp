@@ -24,6 +24,9 @@ struct spawn_spec {
   int stdin_fd = -1;   // read end of a pipe; -1: /dev/null
   int stdout_fd = -1;  // write end of a pipe; -1: log
   int stderr_fd = -1;  // write end of a pipe; -1: log
+  // A terminal's slave side: made the child's controlling terminal (after
+  // setsid, before it takes its stdio, which the caller points at it too).
+  int tty_fd = -1;
   // The child's own cgroup: on v2 it is cloned straight into cgroup_dir_fd;
   // otherwise (v1, or a kernel without CLONE_INTO_CGROUP) it moves itself
   // there through cgroup_procs_fd before anything else. Either way all its
