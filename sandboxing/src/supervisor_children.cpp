@@ -200,6 +200,12 @@ void supervisor::on_child_timer() {
       kill_tree(c);
     }
     if (c.ended && c.drain_until && now >= *c.drain_until) {
+      if (c.streamed && output_held_back(c)) {
+        // Its pipes are not read because an attachment is behind, not because
+        // a daemon holds them: what waits in them is the attachment's, never dropped.
+        c.drain_until = now + drain_after_exit;
+        continue;
+      }
       if (!c.tree_killed_for_drain) {
         // Whatever still holds the pipes after the child ended goes now.
         c.tree_killed_for_drain = true;

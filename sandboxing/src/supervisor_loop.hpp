@@ -96,6 +96,8 @@ class supervisor {
   // Bytes a stream may read now without overtaking its slowest attachment by more than its ring.
   [[nodiscard]] std::size_t ring_room(const stream_process& p, int stream) const;
   void resume_reading(stream_process& p);
+  // True when a stream of the child's process is not read because its slowest attachment is a ring behind.
+  [[nodiscard]] bool output_held_back(const supervised_child& c) const;
   void process_ended(const supervised_child& c, const control::exit_event& event);
   void on_attachment(int fd, std::uint32_t events);
   void pump_attachment(int fd);
@@ -104,8 +106,10 @@ class supervisor {
   void close_attachment(int fd);
   void set_interest(attachment& a, std::uint32_t interest);
   void on_attachment_frame(stream_process& p, process_stream::frame f);
-  // Queues stdin for the process; false (nothing queued) when it takes no more now.
-  bool queue_stdin(stream_process& p, std::string_view bytes, bool close_after, std::string& error);
+  // Queues stdin for the process; false (nothing queued) when it takes none,
+  // or, `bounded`, no more now (an attachment's is always taken: its socket
+  // is not read while the queue is full, which bounds it).
+  bool queue_stdin(stream_process& p, std::string_view bytes, bool close_after, bool bounded, std::string& error);
   void feed_process_stdin(stream_process& p);
   void close_process_stdin(stream_process& p);
   void resize(stream_process& p, std::uint16_t cols, std::uint16_t rows);

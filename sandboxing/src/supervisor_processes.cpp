@@ -197,6 +197,11 @@ void supervisor::resume_reading(stream_process& p) {
   }
 }
 
+bool supervisor::output_held_back(const supervised_child& c) const {
+  const auto found = processes_.find(c.id);
+  return found != processes_.end() && (found->second.paused[0] || found->second.paused[1]);
+}
+
 void supervisor::process_ended(const supervised_child& c, const control::exit_event& event) {
   const auto found = processes_.find(c.id);
   if (found == processes_.end()) return;
@@ -384,7 +389,7 @@ void supervisor::on_attachment(int fd, std::uint32_t events) {
 void supervisor::on_attachment_frame(stream_process& p, process_stream::frame f) {
   std::string ignored;
   if (f.kind == ps::frame_kind::stdin_data) {
-    queue_stdin(p, f.payload, false, ignored);
+    queue_stdin(p, f.payload, false, false, ignored);
     return;
   }
   if (f.kind != ps::frame_kind::control) return;
@@ -392,7 +397,7 @@ void supervisor::on_attachment_frame(stream_process& p, process_stream::frame f)
   if (!control.is_object()) return;
   const std::string op = control.value("op", std::string());
   if (op == "close_stdin") {
-    queue_stdin(p, {}, true, ignored);
+    queue_stdin(p, {}, true, false, ignored);
   } else if (op == "resize" && p.options.pty) {
     const auto cols = control.value("cols", 0u);
     const auto rows = control.value("rows", 0u);
@@ -406,7 +411,8 @@ void supervisor::on_attachment_frame(stream_process& p, process_stream::frame f)
 
 // --- stdin ----------------------------------------------------------------------------------------
 
-bool supervisor::queue_stdin(stream_process& p, std::string_view bytes, bool close_after, std::string& error) {
+bool supervisor::queue_stdin(stream_process& p, std::string_view bytes, bool close_after, bool bounded,
+                             std::string& error) {
   if (!p.options.stdin) {
     error = "the process was started without stdin";
     return false;
@@ -415,7 +421,7 @@ bool supervisor::queue_stdin(stream_process& p, std::string_view bytes, bool clo
     error = p.exit ? "the process ended" : "the process's stdin is closed";
     return false;
   }
-  if (p.stdin_pending.size() + bytes.size() > max_process_stdin_bytes + read_chunk_bytes) {
+  if (bounded && p.stdin_pending.size() + bytes.size() > max_process_stdin_bytes) {
     error = "the process has not read the stdin queued for it yet";
     return false;
   }
@@ -535,7 +541,7 @@ control::reply supervisor::do_write_stdin(const json& message) {
     result.error = "write_stdin: data is not base64";
     return result;
   }
-  result.ok = queue_stdin(p, *bytes, message.value("close", false), result.error);
+  result.ok = queue_stdin(p, *bytes, message.value("close", false), true, result.error);
   if (!result.ok) result.error = "write_stdin: " + result.error;
   return result;
 }

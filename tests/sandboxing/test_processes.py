@@ -156,6 +156,23 @@ class processes(unittest.TestCase):
             self.assertEqual(a.out[2].decode().split()[0], hashlib.sha256(a.out[1]).hexdigest())
             self.assertEqual(a.exit()["code"], 0)
 
+    def test_output_waiting_for_a_stalled_reader_when_the_process_exits_is_kept(self):
+        # Outputs about as large as the attachment's socket buffer, a 64 KiB ring and a pipe
+        # together: the process writes its last bytes into the pipe and exits while the reader
+        # reads nothing for longer than the supervisor waits for a pipe's end after an exit.
+        with supervised() as s:
+            for kib in (256, 320, 384):
+                name = f"burst{kib}"
+                spawn(s, name, ["/bin/bash", "-c", f"head -c {kib * 1024} /dev/zero | tr '\\0' z"],
+                      buffer_bytes=64 << 10)
+                a = attachment(s, name)
+                a.read(lambda a: a.events)
+                poll_until(lambda: stalled(s, name), 30, "the output to wait for the reader")
+                time.sleep(2.5)  # longer than the 1 s the supervisor gives a pipe after the exit
+                a.read(timeout=60)
+                self.assertEqual(len(a.out[1]), kib * 1024, kib)
+                self.assertEqual(a.exit()["code"], 0)
+
     def test_a_terminal_resizes_and_interrupts_the_foreground_job_only(self):
         with supervised() as s:
             spawn(s, "tty", ["/bin/bash", "--norc", "--noprofile", "-i"],

@@ -237,6 +237,22 @@ void router::handle(request&& req, responder respond) {
   }
 }
 
+std::optional<router::response> router::refuse_cross_origin(const request& req) const {
+  const auto origin = req[http::field::origin];
+  if (origin.empty() || cfg_.allow_origin == "*" || origin == cfg_.allow_origin) return std::nullopt;
+  const auto host = std::string(req[http::field::host]);
+  const auto scheme_end = origin.find("://");
+  if (scheme_end != std::string::npos && origin.substr(scheme_end + 3) == host) return std::nullopt;
+  return error_response(http::status::forbidden, "Cross-origin WebSocket refused: " + std::string(origin),
+                        req.version(), false);
+}
+
+bool router::is_process_attach(const request& req) const {
+  const auto t = parse_target(req.target(), cfg_.base_url);
+  return t && t->segments.size() == 6 && t->segments[0] == "api" && t->segments[1] == "sandboxes" &&
+         t->segments[3] == "processes" && t->segments[5] == "attach";
+}
+
 std::variant<router::channels_grant, router::response> router::admit_channels(const request& req) {
   auto t = parse_target(req.target(), cfg_.base_url);
   auto reject = [&](http::status s, std::string msg) {
@@ -245,13 +261,7 @@ std::variant<router::channels_grant, router::response> router::admit_channels(co
   if (!t || t->segments.size() != 4 || t->segments[0] != "api" || t->segments[1] != "kernels" ||
       t->segments[3] != "channels")
     return reject(http::status::not_found, "No WebSocket endpoint here");
-  const auto origin = req[http::field::origin];
-  if (!origin.empty() && cfg_.allow_origin != "*" && origin != cfg_.allow_origin) {
-    auto host = std::string(req[http::field::host]);
-    auto scheme_end = origin.find("://");
-    if (scheme_end == std::string::npos || origin.substr(scheme_end + 3) != host)
-      return reject(http::status::forbidden, "Cross-origin WebSocket refused: " + std::string(origin));
-  }
+  if (auto refusal = refuse_cross_origin(req)) return std::move(*refusal);
   principal who;
   if (auto r = authenticate(req, t->query.count("token") ? t->query["token"] : "", who)) {
     r->keep_alive(false);

@@ -94,6 +94,20 @@ class router {
   // The grant for a WebSocket upgrade, or the rejection to send (the
   // connection then closes).
   std::variant<channels_grant, response> admit_channels(const request& req);
+  // What a WebSocket upgrade of /api/sandboxes/{id}/processes/{pid}/attach
+  // is granted: an attachment to the process (its end of the socketpair,
+  // copied from the supervisor), for the HTTP layer to relay.
+  struct process_grant {
+    std::shared_ptr<sandbox_entry> sandbox;
+    std::string process_id;
+    sandboxing::unique_fd attachment;
+    std::string principal;
+  };
+  // Asks the supervisor for the attachment: `done` gets the grant, or the
+  // rejection to send (404 for a process it does not know).
+  void admit_process(const request& req, std::function<void(std::variant<process_grant, response>)> done);
+  // True when `req` upgrades a process's attach endpoint (else the kernel channels').
+  [[nodiscard]] bool is_process_attach(const request& req) const;
 
   static response error_response(boost::beast::http::status status, std::string message, unsigned version,
                                  bool keep_alive);
@@ -181,6 +195,24 @@ class router {
   void patch_sandbox_network(context& ctx, const std::string& id);
   void delete_sandbox(context& ctx, const std::string& id);
   void post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  // processes_api.cpp
+  void post_process(context& ctx, const std::string& sandbox_id);
+  void list_processes(context& ctx, const std::string& sandbox_id);
+  void get_process(context& ctx, const std::string& sandbox_id, const std::string& id);
+  void wait_process(context& ctx, const std::string& sandbox_id, const std::string& id);
+  void signal_process(context& ctx, const std::string& sandbox_id, const std::string& id);
+  void resize_process(context& ctx, const std::string& sandbox_id, const std::string& id);
+  void write_process_stdin(context& ctx, const std::string& sandbox_id, const std::string& id);
+  void delete_process(context& ctx, const std::string& sandbox_id, const std::string& id);
+  // The caller's sandbox when `process_id` could name a process in it, or nothing (after answering 404).
+  std::shared_ptr<sandbox_entry> own_process(context& ctx, const std::string& sandbox_id,
+                                             const std::string& process_id);
+  // Sends `op` to the sandbox's supervisor; answers its refusal (404 for an
+  // unknown `process_id`), else hands `then` the reply's data.
+  void ask_supervisor(context& ctx, const std::shared_ptr<sandbox_entry>& s, nlohmann::json op,
+                      const std::string& process_id, std::function<void(const nlohmann::json&)> then);
+  // The 403 for a WebSocket from another origin than allowed, or nothing.
+  [[nodiscard]] std::optional<response> refuse_cross_origin(const request& req) const;
   // GET, HEAD, PUT (a streamed upload that got here: malformed) and DELETE of /api/sandboxes/{id}/files/...
   void file_request(context& ctx, const std::string& sandbox_id);
   void get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);

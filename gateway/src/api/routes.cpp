@@ -90,6 +90,26 @@ const std::vector<router::route>& router::routes() {
        [](r& self, context& c, args a) {
          if (auto s = self.own_sandbox(c, a[0])) self.post_command(c, s);
        }},
+      {verb::post, "api/sandboxes/{}/processes", resource::sandbox,
+       [](r& self, context& c, args a) { self.post_process(c, a[0]); }},
+      {verb::get, "api/sandboxes/{}/processes", resource::sandbox,
+       [](r& self, context& c, args a) { self.list_processes(c, a[0]); }},
+      {verb::get, "api/sandboxes/{}/processes/{}", resource::sandbox,
+       [](r& self, context& c, args a) { self.get_process(c, a[0], a[1]); }},
+      {verb::delete_, "api/sandboxes/{}/processes/{}", resource::sandbox,
+       [](r& self, context& c, args a) { self.delete_process(c, a[0], a[1]); }},
+      {verb::get, "api/sandboxes/{}/processes/{}/wait", resource::sandbox,
+       [](r& self, context& c, args a) { self.wait_process(c, a[0], a[1]); }},
+      {verb::post, "api/sandboxes/{}/processes/{}/signal", resource::sandbox,
+       [](r& self, context& c, args a) { self.signal_process(c, a[0], a[1]); }},
+      {verb::post, "api/sandboxes/{}/processes/{}/resize", resource::sandbox,
+       [](r& self, context& c, args a) { self.resize_process(c, a[0], a[1]); }},
+      {verb::post, "api/sandboxes/{}/processes/{}/stdin", resource::sandbox,
+       [](r& self, context& c, args a) { self.write_process_stdin(c, a[0], a[1]); }},
+      {verb::get, "api/sandboxes/{}/processes/{}/attach", resource::sandbox,
+       [](r&, context& c, args) {
+         c.reply(c.error(http::status::bad_request, "The attach endpoint needs a WebSocket upgrade"));
+       }},
       {verb::get, "api/sandboxes/{}/files/**", resource::sandbox,
        [](r& self, context& c, args a) { self.file_request(c, a[0]); }},
       {verb::head, "api/sandboxes/{}/files/**", resource::sandbox,

@@ -1,6 +1,7 @@
 #include "http_session.hpp"
 
 #include "../util/metrics.hpp"
+#include "process_session.hpp"
 #include "ws_session.hpp"
 
 #include <gateway/log.hpp>
@@ -194,6 +195,21 @@ void http_session<Stream>::on_read(beast::error_code ec) {
   if (ec) return (void)answer_read_error(ec);
   auto req = parser_->release();
   parser_.reset();
+  if (beast::websocket::is_upgrade(req) && router_.is_process_attach(req)) {
+    // The supervisor is asked for an attachment first; the stream waits here meanwhile.
+    auto self = this->shared_from_this();
+    auto shared_req = std::make_shared<router::request>(std::move(req));
+    router_.admit_process(*shared_req, [self, shared_req](std::variant<router::process_grant, router::response> admitted) {
+      if (auto* rejection = std::get_if<router::response>(&admitted))
+        return self->send(http::message_generator(std::move(*rejection)));
+      auto& grant = std::get<router::process_grant>(admitted);
+      std::make_shared<process_session<Stream>>(std::move(self->stream_), std::move(grant.sandbox),
+                                                std::move(grant.process_id), std::move(grant.attachment),
+                                                self->limits_.ws, std::move(self->place_))
+          ->run(std::move(*shared_req));
+    });
+    return;
+  }
   if (beast::websocket::is_upgrade(req)) {
     auto admitted = router_.admit_channels(req);
     if (auto* rejection = std::get_if<router::response>(&admitted))

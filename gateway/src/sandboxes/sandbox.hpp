@@ -5,6 +5,7 @@
 // supervised sandbox (sandgate-sandbox, the default) and the host itself,
 // only for kernelspecs an operator exempted explicitly.
 
+#include <sandboxing/control_protocol.hpp>
 #include <sandboxing/unique_fd.hpp>
 
 #include <sys/types.h>
@@ -81,6 +82,14 @@ class sandbox {
   // namespace), for the egress proxy to accept on; invalid with `error` set
   // when there is none.
   virtual sandboxing::unique_fd copy_egress_listener(std::string& error) = 0;
+  // A request of the process API (control_protocol.hpp, "Processes": spawn
+  // with streams, attach, release_fd, processes, wait, write_stdin, resize,
+  // forget); `done` gets the supervisor's reply (ok false with the error when
+  // the sandbox cannot answer). Sent after whatever was asked before it.
+  virtual void call(nlohmann::json op, std::function<void(const sandboxing::control::reply&)> done) = 0;
+  // A copy of the supervisor's descriptor `fd` (an attachment's end),
+  // invalid with `error` set when it cannot be had.
+  virtual sandboxing::unique_fd copy_descriptor(int fd, std::string& error) = 0;
   // Calls `done` once the sandbox can run processes (empty error) or failed to start.
   virtual void when_ready(spawn_handler done) = 0;
   // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().

@@ -280,13 +280,9 @@ void supervised_sandbox::open_egress(spawn_handler done) {
   send({{"op", "open_egress"}}, [done = std::move(done)](const ctl::reply& r) { done(r.ok ? "" : r.error); });
 }
 
-sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& error) {
+sandboxing::unique_fd supervised_sandbox::copy_descriptor(int fd, std::string& error) {
   if (!ready_ || lost_ || destroyed_ || root_pid_ <= 0) {
     error = "the sandbox supervisor is not connected";
-    return {};
-  }
-  if (!egress_fd_) {
-    error = "the sandbox could not keep 127.0.0.1:3128 for egress when it started";
     return {};
   }
   // The supervisor is connected, so root_pid_ still names it (its pid was
@@ -296,14 +292,21 @@ sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& erro
     error = std::string("pidfd_open(supervisor): ") + std::generic_category().message(errno);
     return {};
   }
-  sandboxing::unique_fd listener(static_cast<int>(::syscall(SYS_pidfd_getfd, process.get(), *egress_fd_, 0)));
-  if (!listener) {
-    error = std::string("pidfd_getfd(supervisor, ") + std::to_string(*egress_fd_) +
-            "): " + std::generic_category().message(errno);
+  sandboxing::unique_fd copy(static_cast<int>(::syscall(SYS_pidfd_getfd, process.get(), fd, 0)));
+  if (!copy)
+    error = "pidfd_getfd(supervisor, " + std::to_string(fd) + "): " + std::generic_category().message(errno);
+  return copy;
+}
+
+sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& error) {
+  if (ready_ && !lost_ && !destroyed_ && !egress_fd_) {
+    error = "the sandbox could not keep 127.0.0.1:3128 for egress when it started";
     return {};
   }
+  auto listener = copy_descriptor(egress_fd_.value_or(-1), error);
+  if (!listener) return {};
   if (const auto why = check_egress_socket(listener.get()); !why.empty()) {
-    error = "descriptor " + std::to_string(*egress_fd_) + " of the supervisor: " + why;
+    error = "descriptor " + std::to_string(egress_fd_.value_or(-1)) + " of the supervisor: " + why;
     return {};
   }
   return listener;

@@ -56,6 +56,10 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   void when_ready(spawn_handler done) override;
   void open_egress(spawn_handler done) override;
   sandboxing::unique_fd copy_egress_listener(std::string& error) override;
+  void call(nlohmann::json op, std::function<void(const sandboxing::control::reply&)> done) override {
+    send(std::move(op), std::move(done));
+  }
+  sandboxing::unique_fd copy_descriptor(int fd, std::string& error) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy(const std::string& why) override;
