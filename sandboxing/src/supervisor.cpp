@@ -227,6 +227,7 @@ void supervisor::drop_connection() {
   connection_.reset();
   handoffs_.clear();  // attachments the gateway did not take yet: their ends close, and they with them
   waits_.clear();     // their answers had nowhere to go
+  abort_uploads();    // the gateway that wrote them is gone
 }
 
 void supervisor::on_connection(std::uint32_t events) {

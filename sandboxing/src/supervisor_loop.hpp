@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -117,6 +118,13 @@ class supervisor {
   void forget_process(const std::string& id);
   void trim_ended_processes();
 
+  // supervisor_files.cpp: the file API (control_protocol.hpp, "Files").
+  class as_sandbox_user;
+  control::reply do_file(const json& message);
+  // Keeps `fd` for the gateway to copy (until release_fd); returns its number.
+  int hand_out(unique_fd fd);
+  void abort_uploads();  // temporary files of uploads never committed
+
   // supervisor_children.cpp
   void start_child_io(supervised_child& c);
   void on_child_fd(child_fd which, std::uint32_t events);
@@ -155,7 +163,8 @@ class supervisor {
   std::deque<json> undelivered_;  // exit events while no gateway was connected
   std::map<std::string, stream_process> processes_;  // the process API's, running and ended
   std::map<int, attachment> attachments_;            // by the supervisor's socket
-  std::map<int, unique_fd> handoffs_;                // the gateway's ends, until it copied them
+  std::map<int, unique_fd> handoffs_;                // descriptors for the gateway, until it copied them
+  std::set<std::string> uploads_;                    // temporary files of uploads in progress
   std::map<int, std::string> process_stdin_fds_;     // a process's stdin writer -> its id
   struct pending_wait {
     std::uint64_t req = 0;

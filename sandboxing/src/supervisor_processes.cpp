@@ -30,7 +30,6 @@ namespace {
 namespace ps = process_stream;
 
 constexpr std::size_t read_chunk_bytes = 64u << 10;
-constexpr std::size_t max_handoffs = 64;
 constexpr std::uint64_t default_wait_ms = 30'000;
 constexpr std::uint64_t max_wait_ms = 24ull * 3600 * 1000;
 
@@ -258,9 +257,7 @@ control::reply supervisor::do_attach(const json& message) {
   p.attachments.push_back(fd);
   watch(fd, EPOLLIN);
   a.interest = EPOLLIN;
-  if (handoffs_.size() >= max_handoffs) handoffs_.erase(handoffs_.begin());
-  const int their_fd = theirs.get();
-  handoffs_[their_fd] = std::move(theirs);
+  const int their_fd = hand_out(std::move(theirs));
   pump_attachment(fd);
   result.ok = true;
   result.data = {{"fd", their_fd}};

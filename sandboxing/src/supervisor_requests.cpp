@@ -67,6 +67,8 @@ void supervisor::handle(const json& message) {
       result = do_resize(message);
     } else if (op == "forget") {
       result = do_forget(message);
+    } else if (op.starts_with("file_")) {
+      result = do_file(message);
     } else if (op == "ping") {
       result.ok = true;
     } else if (op == "shutdown") {

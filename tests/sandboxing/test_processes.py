@@ -224,6 +224,55 @@ class processes(unittest.TestCase):
             self.assertEqual(s.client.request("processes")["data"]["processes"], [])
 
 
+class files(unittest.TestCase):
+    """The file ops, done by the supervisor as the sandbox user."""
+
+    def fd_content(self, s, reply):
+        fd = copy_fd(s.ready["pid"], reply["data"]["fd"])
+        self.assertTrue(s.client.request("release_fd", fd=reply["data"]["fd"])["ok"])
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    def test_read_list_stat_write_rename_delete_as_the_sandbox_user(self):
+        with supervised() as s:
+            r = s.client.request("file_open", path="/etc/os-release")
+            self.assertTrue(r["ok"], r)
+            self.assertIn(b"ID=debian", self.fd_content(s, r))
+            r = s.client.request("file_open", path="/proc/1/environ")  # the supervisor's: not the user's to read
+            self.assertFalse(r["ok"])
+            self.assertEqual(r["data"]["errno"], 13, r)  # EACCES: the sandbox user cannot, so neither can the API
+            r = s.client.request("file_create", path="/usr/bin/planted")
+            self.assertIn(r["data"]["errno"], (13, 30), r)  # EACCES or EROFS
+            r = s.client.request("file_create", path="notes/a.txt")  # relative: in /workspace, parents made
+            self.assertTrue(r["ok"], r)
+            fd = copy_fd(s.ready["pid"], r["data"]["fd"])
+            os.write(fd, b"one\ntwo\nthree\n")
+            os.close(fd)
+            s.client.request("release_fd", fd=r["data"]["fd"])
+            self.assertTrue(s.client.request("file_commit", temp=r["data"]["temp"], path="notes/a.txt")["ok"])
+            st = s.client.request("file_stat", path="/workspace/notes/a.txt")["data"]
+            self.assertEqual((st["type"], st["size"], st["uid"]), ("file", 14, 1000), st)
+            lines = s.client.request("file_lines", path="/workspace/notes/a.txt", start=2, end=3)
+            self.assertEqual(self.fd_content(s, lines), b"two\nthree\n")
+            listing = json.loads(self.fd_content(s, s.client.request("file_list", path="/workspace/notes")))
+            self.assertEqual([(e["name"], e["type"]) for e in listing], [("a.txt", "file")])
+            self.assertFalse(s.client.request("file_rename", **{"from": "notes/a.txt", "to": "/etc/x"})["ok"])
+            r = s.client.request("file_rename", **{"from": "notes/a.txt", "to": "/tmp/b.txt"})
+            self.assertEqual(r["data"]["errno"], 18, r)  # EXDEV: another filesystem; nothing moved
+            self.assertTrue(s.client.request("file_rename", **{"from": "notes/a.txt", "to": "b.txt"})["ok"])
+            self.assertEqual(s.client.request("file_stat", path="notes/a.txt")["data"]["errno"], 2)
+            self.assertTrue(s.client.request("file_delete", path="/workspace/b.txt")["ok"])
+            self.assertTrue(s.client.request("file_delete", path="/workspace/notes")["ok"])  # empty now
+            # A symlink the sandbox planted is followed inside the sandbox's own root only.
+            c = s.client.request("spawn", id="ln", argv=["/bin/ln", "-s", "/", "/workspace/root"], cwd="/workspace")
+            self.assertTrue(c["ok"], c)
+            s.client.wait_event("exit", "ln")
+            st = s.client.request("file_stat", path="/workspace/root", follow=False)["data"]
+            self.assertEqual((st["type"], st["target"]), ("symlink", "/"))
+            listing = json.loads(self.fd_content(s, s.client.request("file_list", path="/workspace/root/")))
+            self.assertIn("workspace", [e["name"] for e in listing])  # the sandbox's /, not the host's
+
+
 def poll_until(predicate, timeout, what):
     deadline = time.time() + timeout
     while not predicate():

@@ -197,7 +197,11 @@ void router::get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, con
   struct stat fst {};
   unique_fd fd = st ? files->open_read(path, fst, err) : unique_fd();
   if (!fd) return ctx.reply(ctx.error(err));
-  const auto size = static_cast<std::uint64_t>(fst.st_size);
+  serve_file(ctx, std::move(fd), static_cast<std::uint64_t>(fst.st_size), fst.st_mtim.tv_sec, path);
+}
+
+void router::serve_file(context& ctx, unique_fd fd, std::uint64_t size, std::int64_t mtime_s,
+                        const std::string& path, bool truncated) {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> range;
   if (!parse_range(ctx.req[http::field::range], size, range)) {
     auto res = ctx.error(http::status::range_not_satisfiable, "The range is outside the file");
@@ -209,7 +213,8 @@ void router::get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, con
   res.set(http::field::server, "sandgate");
   res.set(http::field::content_type, content_type_of(path));
   res.set(http::field::accept_ranges, "bytes");
-  res.set(http::field::last_modified, http_date(fst.st_mtim.tv_sec));
+  if (mtime_s > 0) res.set(http::field::last_modified, http_date(static_cast<std::time_t>(mtime_s)));
+  if (truncated) res.set("X-Sandgate-Truncated", "true");
   res.set("X-Content-Type-Options", "nosniff");
   res.set("Content-Security-Policy", "sandbox");  // never run as the gateway's origin
   const std::uint64_t offset = range ? range->first : 0;

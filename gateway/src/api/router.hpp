@@ -217,6 +217,24 @@ class router {
   void file_request(context& ctx, const std::string& sandbox_id);
   void get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
   void delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
+  // Sends an open regular file (`size` bytes; a Range request gets its part)
+  // as the answer; `path` chooses its content type.
+  void serve_file(context& ctx, unique_fd fd, std::uint64_t size, std::int64_t mtime_s, const std::string& path,
+                  bool truncated = false);
+  // fs_api.cpp: the sandbox's whole file tree, through its supervisor. `what`:
+  // "" (the content: GET, HEAD, DELETE), "stat", "list", "mkdir", "rename".
+  void fs_request(context& ctx, const std::string& sandbox_id, const std::string& what);
+  void fs_read(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void fs_stat(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void fs_list(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void fs_mkdir(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void fs_rename(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  void fs_delete(context& ctx, const std::shared_ptr<sandbox_entry>& s);
+  // The query's path `key`, or nothing (after answering 400).
+  std::optional<std::string> fs_path(context& ctx, const char* key);
+  // Sends a file op to the supervisor; answers its refusal by errno, else hands `then` the reply's data.
+  void ask_files(context& ctx, const std::shared_ptr<sandbox_entry>& s, nlohmann::json op,
+                 std::function<void(const nlohmann::json&)> then);
   // The workspace of a sandbox, or nothing (after answering).
   std::unique_ptr<workspace_files> open_files(context& ctx, const sandbox_entry& s);
   // The file path of /api/sandboxes/{id}/files/{path...} from the raw target.
