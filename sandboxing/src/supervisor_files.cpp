@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -321,6 +322,34 @@ control::reply supervisor::do_file(const json& message) {
     result.data = {{"errno", e.code}};
   }
   return result;
+}
+
+json supervisor::listening_ports() const {
+  json out = json::array();
+  std::set<std::pair<unsigned, std::string>> seen;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    FILE* f = std::fopen(table, "re");
+    if (!f) continue;
+    char line[512];
+    bool header = true;
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::exchange(header, false)) continue;
+      char local[64] = {};
+      unsigned port = 0, state = 0;
+      // "  0: 0100007F:0BB8 00000000:0000 0A ..."
+      if (std::sscanf(line, " %*d: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", local, &port, &state) != 3) continue;
+      if (state != 0x0A) continue;  // TCP_LISTEN
+      const std::string hex(local);
+      std::string address = "other";
+      if (hex == "0100007F") address = "127.0.0.1";
+      else if (hex == "00000000") address = "0.0.0.0";
+      else if (hex == "00000000000000000000000001000000") address = "::1";
+      else if (hex == "00000000000000000000000000000000") address = "::";
+      if (seen.insert({port, address}).second) out.push_back({{"port", port}, {"address", address}});
+    }
+    std::fclose(f);
+  }
+  return out;
 }
 
 void supervisor::abort_uploads() {

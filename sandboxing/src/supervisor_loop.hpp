@@ -124,6 +124,8 @@ class supervisor {
   // Keeps `fd` for the gateway to copy (until release_fd); returns its number.
   int hand_out(unique_fd fd);
   void abort_uploads();  // temporary files of uploads never committed
+  // TCP ports listening in the sandbox's network namespace: [{"port", "address"}], from /proc/net/tcp{,6}.
+  [[nodiscard]] json listening_ports() const;
 
   // supervisor_children.cpp
   void start_child_io(supervised_child& c);

@@ -69,6 +69,9 @@ void supervisor::handle(const json& message) {
       result = do_forget(message);
     } else if (op.starts_with("file_")) {
       result = do_file(message);
+    } else if (op == "listening_ports") {
+      result.ok = true;
+      result.data = {{"ports", listening_ports()}};
     } else if (op == "ping") {
       result.ok = true;
     } else if (op == "shutdown") {

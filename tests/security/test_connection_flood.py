@@ -293,6 +293,17 @@ class ConnectionFlood(SandboxTestCase):
         self.assertEqual(self.delta('sandgate_connections_refused_total{reason="per_address"}'), extra)
         self.assertEqual(self.delta('sandgate_connection_timeouts_total{phase="request_head"}'), PER_ADDRESS)
 
+    def test_a_body_without_a_valid_token_is_never_read(self):
+        # A slow body behind a head without a valid token would hold a busy connection for the
+        # idle timeout: the gateway answers at the head and closes, reading none of it.
+        for auth, status in ((b"", b"401"), (b"Authorization: token wrong\r\n", b"403")):
+            s = socket.create_connection((self.gw.host, self.gw.port), source_address=("127.0.0.5", 0))
+            s.sendall(b"POST " + self.gw.base_path.encode() + b"api/sandboxes HTTP/1.1\r\nHost: x\r\n" + auth +
+                      b"Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{")
+            answer = read_to_end(s, REQUEST_TIMEOUT_S)
+            self.assertTrue(answer.startswith(b"HTTP/1.1 " + status), answer[:200])
+            self.assertIn(b"Connection: close", answer)
+
     def test_slow_heads_are_closed_at_their_deadline(self):
         # A kept-alive connection: between requests the idle timeout applies,
         # and its second head has the head's time from its first byte.

@@ -21,6 +21,10 @@ struct config {
   std::string default_kernel;  // empty: "python" if present, else the first spec
   std::size_t max_kernels = 64;
   std::string allow_origin;  // CORS; empty: same-origin only
+  // Ports of sandboxes are reached at {port}-{sandbox id}.{ports_domain} (a
+  // name that resolves to the gateway, e.g. a wildcard DNS record; browsers
+  // resolve *.localhost to loopback themselves); "" turns that route off.
+  std::string ports_domain = "localhost";
   std::string base_url = "/";
   std::filesystem::path certfile;
   std::filesystem::path keyfile;

@@ -120,6 +120,15 @@ void router::get_metrics(context& ctx) {
     out += std::string("sandgate_connection_timeouts_total{phase=\"") + phase + "\"} " +
            std::to_string(it == m.connection_timeouts.end() ? 0 : it->second) + "\n";
   }
+  out +=
+      "# HELP sandgate_port_connections_total Connections the gateway made to ports of sandboxes, by outcome.\n"
+      "# TYPE sandgate_port_connections_total counter\n";
+  for (const char* outcome : {"connected", "refused", "failed"}) {
+    const auto it = m.port_connections.find(outcome);
+    out += std::string("sandgate_port_connections_total{outcome=\"") + outcome + "\"} " +
+           std::to_string(it == m.port_connections.end() ? 0 : it->second) + "\n";
+  }
+  counter("sandgate_port_requests_total", "Requests relayed to ports of sandboxes.", m.port_requests);
   const auto pools = kernels_.pool().statuses();
   auto per_pool = [&](const std::string& name, const std::string& type, const std::string& help, auto field) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";

@@ -50,7 +50,8 @@ router::router(const config& cfg, kernel_manager& kernels, registry& reg, std::s
       auth_(std::move(token), cfg.tokens_file),
       audit_(audit),
       execution_audit_(std::make_shared<execution_audit>(kernels.io(), audit)),
-      openapi_(load_openapi_document(openapi_file, cfg.base_url)) {
+      openapi_(load_openapi_document(openapi_file, cfg.base_url)),
+      port_urls_(std::make_unique<port_urls>(cfg.state_dir / "port-url.key")) {
   for (const auto& k : kernels_.list())  // taken back from an earlier gateway
     watch(k);
   sessions_.restore([this](const std::string& kernel_id) { return kernels_.find(kernel_id) != nullptr; });
@@ -221,6 +222,20 @@ bool router::prepare(context& ctx) {
     return false;
   }
   return true;
+}
+
+std::optional<router::response> router::refuse_before_body(const http::request_header<>& header) {
+  const request req{http::request_header<>(header)};
+  auto t = parse_target(req.target(), cfg_.base_url);
+  if (!t || req.method() == http::verb::options) return std::nullopt;  // answered without a token anyway
+  if (t->segments.size() == 1 && t->segments[0] == "health") return std::nullopt;
+  principal who;
+  auto refusal = authenticate(req, t->query.count("token") ? t->query["token"] : std::string(), who);
+  if (!refusal) return std::nullopt;
+  add_cors(req, refusal->base());
+  refusal->keep_alive(false);
+  refusal->prepare_payload();
+  return refusal;
 }
 
 void router::handle(request&& req, responder respond) {

@@ -8,6 +8,7 @@
 #include "../cluster/peer_directory.hpp"
 #include "../kernels/execution_audit.hpp"
 #include "../kernels/kernel_manager.hpp"
+#include "../sandboxes/port_urls.hpp"
 #include "../sandboxes/workspace_files.hpp"
 #include "sessions.hpp"
 
@@ -44,6 +45,17 @@ std::optional<nlohmann::json> body_object(const std::string& body, std::string& 
 // The HTTP status of a domain error.
 [[nodiscard]] boost::beast::http::status status_of(fault kind);
 
+// How a request to a port of a sandbox goes on (http/port_exchange).
+struct port_rewrite {
+  std::string target;                // the request-target the program sees
+  bool strip_authorization = false;  // the gateway's token came in it
+  std::string strip_cookie;          // a cookie of the gateway's own, by name
+  std::string forwarded_for;         // the client's address
+  std::string forwarded_proto;       // "http" or "https"
+  std::string forwarded_prefix;      // the path route's prefix, or ""
+  std::chrono::seconds idle{300};    // either side making no progress for this long ends the exchange
+};
+
 class router {
  public:
   using request = boost::beast::http::request<boost::beast::http::string_body>;
@@ -76,6 +88,11 @@ class router {
          const std::filesystem::path& openapi_file, peer_directory& peers);
 
   void handle(request&& req, responder respond);
+  // Before a request's body is read: the refusal (401 or 403, the
+  // connection then closes) when its token is missing or wrong, so that no
+  // unauthenticated client gets to hold a connection with a slow body; or
+  // nothing.
+  std::optional<response> refuse_before_body(const boost::beast::http::request_header<>& header);
   // Uploads stream to disk: true when this request is one (its body is not read yet).
   [[nodiscard]] bool is_upload(const boost::beast::http::request_header<>& header) const;
   upload_start begin_upload(const boost::beast::http::request_header<>& header, responder respond);
@@ -108,6 +125,28 @@ class router {
   void admit_process(const request& req, std::function<void(std::variant<process_grant, response>)> done);
   // True when `req` upgrades a process's attach endpoint (else the kernel channels').
   [[nodiscard]] bool is_process_attach(const request& req) const;
+
+  // A request for a port of a sandbox (ports_api.cpp), by host name or path.
+  struct port_target {
+    std::string sandbox_id;
+    std::uint16_t port = 0;
+    std::optional<std::uint16_t> valid_port;  // nothing: not a port number
+    std::string prefix;  // the path route's "…/ports/{port}", "" for the host route
+    std::string target;  // the request-target below it ("" when the path route's slash is missing)
+  };
+  [[nodiscard]] std::optional<port_target> port_target_of(const boost::beast::http::request_header<>& header) const;
+  struct port_grant {
+    std::shared_ptr<sandbox_entry> sandbox;
+    std::uint16_t port = 0;
+    std::string principal;
+    port_rewrite rewrite;
+  };
+  // Who may reach the port: the grant, or the answer (401, 404, or the
+  // redirect that trades a signed URL's token for a cookie).
+  std::variant<port_grant, response> admit_port(const boost::beast::http::request_header<>& header,
+                                                const port_target& t, bool tls);
+  // An audit line and a metric for each connection made to a port (outcome: "connected", "refused", ...).
+  void note_port_connection(const port_grant& g, const std::string& outcome, const std::string& client);
 
   static response error_response(boost::beast::http::status status, std::string message, unsigned version,
                                  bool keep_alive);
@@ -211,6 +250,9 @@ class router {
   // unknown `process_id`), else hands `then` the reply's data.
   void ask_supervisor(context& ctx, const std::shared_ptr<sandbox_entry>& s, nlohmann::json op,
                       const std::string& process_id, std::function<void(const nlohmann::json&)> then);
+  // ports_api.cpp
+  void list_ports(context& ctx, const std::string& sandbox_id);
+  void post_port_url(context& ctx, const std::string& sandbox_id);
   // The 403 for a WebSocket from another origin than allowed, or nothing.
   [[nodiscard]] std::optional<response> refuse_cross_origin(const request& req) const;
   // GET, HEAD, PUT (a streamed upload that got here: malformed) and DELETE of /api/sandboxes/{id}/files/...
@@ -264,6 +306,7 @@ class router {
   audit_log& audit_;
   std::shared_ptr<execution_audit> execution_audit_;
   std::string openapi_;  // the document's text; empty when it could not be read
+  std::unique_ptr<port_urls> port_urls_;  // signs and checks ports' URLs
 };
 
 }  // namespace sandgate::gateway

@@ -110,6 +110,10 @@ const std::vector<router::route>& router::routes() {
        [](r&, context& c, args) {
          c.reply(c.error(http::status::bad_request, "The attach endpoint needs a WebSocket upgrade"));
        }},
+      {verb::get, "api/sandboxes/{}/ports", resource::sandbox,
+       [](r& self, context& c, args a) { self.list_ports(c, a[0]); }},
+      {verb::post, "api/sandboxes/{}/port-urls", resource::sandbox,
+       [](r& self, context& c, args a) { self.post_port_url(c, a[0]); }},
       {verb::get, "api/sandboxes/{}/fs", resource::sandbox,
        [](r& self, context& c, args a) { self.fs_request(c, a[0], ""); }},
       {verb::head, "api/sandboxes/{}/fs", resource::sandbox,

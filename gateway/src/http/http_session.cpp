@@ -106,6 +106,7 @@ void http_session<Stream>::on_header(beast::error_code ec) {
   if (ec) return (void)answer_read_error(ec);
   place_.busy();
   beast::get_lowest_layer(stream_).expires_after(limits_.idle);  // for the body, and the answer
+  if (auto port = router_.port_target_of(header_parser_->get())) return proxy_port(std::move(*port));
   auto respond = [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));
   };
@@ -114,6 +115,10 @@ void http_session<Stream>::on_header(beast::error_code ec) {
     if (start.rejection) return read_upload(nullptr, http::message_generator(std::move(*start.rejection)));
     return read_upload(std::move(start.job));
   }
+  // A client without a valid token sends no body: it is answered now and the connection closes.
+  if (header_parser_->chunked() || header_parser_->content_length().value_or(0) > 0)
+    if (auto refusal = router_.refuse_before_body(header_parser_->get()))
+      return send(http::message_generator(std::move(*refusal)));
   // The header parser took any length: a declared one over the limit is
   // refused here, a chunked body by the limit set below.
   if (const auto length = header_parser_->content_length(); length && *length > limits_.body_bytes)
@@ -224,6 +229,70 @@ void http_session<Stream>::on_read(beast::error_code ec) {
   router_.handle(std::move(req), [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));
   });
+}
+
+template <class Stream>
+void http_session<Stream>::proxy_port(router::port_target target) {
+  const bool body = header_parser_->chunked() || header_parser_->content_length().value_or(0) > 0;
+  auto admitted = router_.admit_port(header_parser_->get(), target, std::is_same_v<Stream, tls_stream>);
+  if (auto* answer = std::get_if<router::response>(&admitted)) {
+    if (body) answer->keep_alive(false);  // its body is not read
+    header_parser_.reset();
+    return send(http::message_generator(std::move(*answer)));
+  }
+  auto grant = std::get<router::port_grant>(std::move(admitted));
+  grant.rewrite.idle = limits_.idle;
+  beast::error_code ec;
+  grant.rewrite.forwarded_for = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec).address().to_string();
+  if (upstream_ && upstream_->sandbox_id == grant.sandbox->id && upstream_->port == grant.port &&
+      upstream_->socket.socket().is_open())
+    return relay_port(std::move(grant), std::exchange(upstream_, nullptr));
+  upstream_.reset();
+  auto fail = [this, body, version = header_parser_->get().version()](http::status status, std::string reason,
+                                                                       std::string message) {
+    auto res = router::error_response_with_reason(status, std::move(reason), std::move(message), version, !body);
+    header_parser_.reset();
+    send(http::message_generator(std::move(res)));
+  };
+  std::string error;
+  auto fd = grant.sandbox->box->port_socket(error);
+  if (!fd) return fail(http::status::conflict, "sandbox_unreachable", "The sandbox cannot be reached: " + error);
+  boost::asio::ip::tcp::socket socket(stream_.get_executor());
+  socket.assign(boost::asio::ip::tcp::v4(), fd.release(), ec);
+  if (ec) return fail(http::status::internal_server_error, "internal", "Cannot use the socket: " + ec.message());
+  auto up = std::make_shared<port_upstream>(std::move(socket));
+  up->sandbox_id = grant.sandbox->id;
+  up->port = grant.port;
+  up->socket.expires_after(std::chrono::seconds(10));
+  const boost::asio::ip::tcp::endpoint where(boost::asio::ip::make_address_v4("127.0.0.1"), grant.port);
+  up->socket.async_connect(where, [self = this->shared_from_this(), up, grant, fail](beast::error_code cec) mutable {
+    if (cec) {
+      self->router_.note_port_connection(grant, cec == boost::asio::error::connection_refused ? "refused" : "failed",
+                                         grant.rewrite.forwarded_for);
+      return fail(http::status::bad_gateway, "port_not_listening",
+                  "Nothing listens on port " + std::to_string(grant.port) + " in sandbox " + grant.sandbox->id +
+                      " (" + cec.message() + ")");
+    }
+    self->router_.note_port_connection(grant, "connected", grant.rewrite.forwarded_for);
+    beast::error_code ignored;
+    up->socket.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+    self->relay_port(std::move(grant), up);
+  });
+}
+
+template <class Stream>
+void http_session<Stream>::relay_port(router::port_grant grant, std::shared_ptr<port_upstream> upstream) {
+  ++gateway_metrics().port_requests;
+  auto self = this->shared_from_this();
+  auto exchange = std::make_shared<port_exchange<Stream>>(
+      self, stream_, buffer_, std::move(*header_parser_), upstream, std::move(grant.rewrite),
+      [self, upstream](bool client_keeps, bool upstream_keeps) {
+        if (upstream_keeps) self->upstream_ = upstream;
+        if (!client_keeps) return shutdown_send(self->stream_);
+        self->wait_for_request(false);
+      });
+  header_parser_.reset();
+  exchange->run();
 }
 
 template <class Stream>

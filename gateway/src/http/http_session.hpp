@@ -8,6 +8,7 @@
 
 #include "../api/router.hpp"
 #include "connection_table.hpp"
+#include "port_exchange.hpp"
 #include "server.hpp"
 #include "streams.hpp"
 
@@ -50,6 +51,10 @@ class http_session final : public std::enable_shared_from_this<http_session<Stre
   void end_upload(boost::beast::error_code ec);
   // Answers a failed read; false when there is nothing to answer (the peer left).
   bool answer_read_error(boost::beast::error_code ec);
+  // A request for a port of a sandbox: admitted, then relayed (port_exchange)
+  // on this connection, over the connection to the port kept from the last one.
+  void proxy_port(router::port_target target);
+  void relay_port(router::port_grant grant, std::shared_ptr<port_upstream> upstream);
   void send(boost::beast::http::message_generator&& res);
   void on_write(bool keep_alive, boost::beast::error_code ec);
 
@@ -75,6 +80,7 @@ class http_session final : public std::enable_shared_from_this<http_session<Stre
         : parser(std::move(header)) {}
   };
   std::unique_ptr<upload_state> upload_;
+  std::shared_ptr<port_upstream> upstream_;  // to the port the last request went to, kept alive
 };
 
 extern template class http_session<plain_stream>;

@@ -41,6 +41,10 @@ class host_sandbox final : public sandbox {
     error = "processes run only in sandboxes (this one is unsandboxed)";
     return {};
   }
+  sandboxing::unique_fd port_socket(std::string& error) override {
+    error = "ports are served only from sandboxes (this one is unsandboxed)";
+    return {};
+  }
   void when_ready(spawn_handler done) override { done({}); }
   void on_end(end_handler) override {}  // it never ends by itself
   // Processes on the host are the gateway's children: no later gateway can

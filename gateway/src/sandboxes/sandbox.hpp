@@ -90,6 +90,9 @@ class sandbox {
   // A copy of the supervisor's descriptor `fd` (an attachment's end),
   // invalid with `error` set when it cannot be had.
   virtual sandboxing::unique_fd copy_descriptor(int fd, std::string& error) = 0;
+  // A TCP socket in the sandbox's network namespace (sandbox_socket.hpp),
+  // for reaching a port a program inside listens on; invalid with `error`.
+  virtual sandboxing::unique_fd port_socket(std::string& error) = 0;
   // Calls `done` once the sandbox can run processes (empty error) or failed to start.
   virtual void when_ready(spawn_handler done) = 0;
   // Called once if the sandbox ends by itself (TTL, a crash), not after destroy().

@@ -4,6 +4,7 @@
 
 #include "child_processes.hpp"
 #include "egress_socket.hpp"
+#include "sandbox_socket.hpp"
 
 #include <gateway/log.hpp>
 #include <sandboxing/base64.hpp>
@@ -19,9 +20,26 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <system_error>
 
 namespace sandgate::gateway {
+namespace {
+
+// True when `pid` is pid 1 of a pid namespace of its own, child of `outer_pid`.
+bool is_sandbox_init(int pid, int outer_pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  bool parent = false, init = false;
+  while (std::getline(status, line)) {
+    if (line.starts_with("PPid:")) parent = std::stoi(line.substr(5)) == outer_pid && outer_pid > 0;
+    if (line.starts_with("NSpid:")) init = line.size() > 2 && line.ends_with("\t1");
+  }
+  return parent && init;
+}
+
+}  // namespace
+
 namespace ctl = sandboxing::control;
 using json = nlohmann::json;
 
@@ -137,6 +155,11 @@ void supervised_sandbox::on_frame(const json& frame) {
     host_uid_ = ready.host_uid;
     host_gid_ = ready.host_gid;
     root_pid_ = ready.pid;
+    // A pidfd of the supervisor, kept for reaching into its namespaces: opened
+    // first, then checked to be pid 1 of its own pid namespace and the child
+    // of the outer process named (a pid reused meanwhile would be neither).
+    root_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, root_pid_, 0)));
+    if (root_pidfd_ && !is_sandbox_init(root_pid_, ready.outer_pid)) root_pidfd_.reset();
     egress_fd_ = ready.egress_fd;
     expires_at_ = ready.expires_at;
     ready_ = true;
@@ -296,6 +319,14 @@ sandboxing::unique_fd supervised_sandbox::copy_descriptor(int fd, std::string& e
   if (!copy)
     error = "pidfd_getfd(supervisor, " + std::to_string(fd) + "): " + std::generic_category().message(errno);
   return copy;
+}
+
+sandboxing::unique_fd supervised_sandbox::port_socket(std::string& error) {
+  if (!ready_ || lost_ || destroyed_ || !root_pidfd_) {
+    error = "the sandbox supervisor is not connected";
+    return {};
+  }
+  return socket_in_sandbox(root_pidfd_.get(), error);
 }
 
 sandboxing::unique_fd supervised_sandbox::copy_egress_listener(std::string& error) {

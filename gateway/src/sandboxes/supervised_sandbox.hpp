@@ -60,6 +60,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
     send(std::move(op), std::move(done));
   }
   sandboxing::unique_fd copy_descriptor(int fd, std::string& error) override;
+  sandboxing::unique_fd port_socket(std::string& error) override;
   void on_end(end_handler handler) override { on_end_ = std::move(handler); }
   void reclaim(const std::string& name, spawn_handler on_found, exit_handler on_exit) override;
   void destroy(const std::string& why) override;
@@ -112,6 +113,7 @@ class supervised_sandbox final : public sandbox, public std::enable_shared_from_
   unsigned host_gid_ = 0;
   std::optional<int> egress_fd_;  // the supervisor's descriptor of 127.0.0.1:3128, from its ready event
   int root_pid_ = 0;  // host pid of the supervisor, pid 1 inside: /proc/<it>/root is the sandbox's root
+  sandboxing::unique_fd root_pidfd_;  // a pidfd of it, opened when its ready event named it
   std::int64_t expires_at_ = 0;
   end_handler on_end_;
   std::uint64_t next_req_ = 1;

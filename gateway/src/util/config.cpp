@@ -84,6 +84,10 @@ const std::vector<option>& options() {
       {"allow-origin", "ORIGIN", "CORS Access-Control-Allow-Origin ('*' or an origin; default none)",
        SG_STR(allow_origin)},
       {"base-url", "PREFIX", "URL prefix of every route (default /)", SG_STR(base_url)},
+      {"ports-domain", "DOMAIN",
+       "sandboxes' ports are served at {port}-{sandbox id}.DOMAIN (a name resolving to this gateway; default "
+       "localhost, which browsers resolve to loopback; '' turns the host-name route off)",
+       SG_STR(ports_domain)},
       {"certfile", "FILE", "TLS certificate (PEM); with --keyfile serves https", SG_STR(certfile)},
       {"keyfile", "FILE", "TLS private key (PEM)", SG_STR(keyfile)},
       {"tokens-file", "FILE",

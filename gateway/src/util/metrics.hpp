@@ -59,6 +59,9 @@ struct metrics {
   std::map<std::string, std::uint64_t> connections_refused;  // by reason: per_address, total, descriptors
   std::uint64_t connections_displaced = 0;  // waiting for a head, closed to make room for a new one
   std::map<std::string, std::uint64_t> connection_timeouts;  // by phase: request_head, tls_handshake, ...
+  // Ports of sandboxes (api/ports_api, http/port_exchange).
+  std::map<std::string, std::uint64_t> port_connections;  // by outcome: connected, refused, failed
+  std::uint64_t port_requests = 0;                         // requests relayed to a port
 };
 
 // The gateway's one set of metrics.

@@ -46,6 +46,7 @@ class recording_sandbox final : public sandbox {
   void destroy(const std::string&) override {}
   void call(nlohmann::json, std::function<void(const sandboxing::control::reply&)>) override {}
   sandboxing::unique_fd copy_descriptor(int, std::string&) override { return {}; }
+  sandboxing::unique_fd port_socket(std::string&) override { return {}; }
   bool leave_running() override { return false; }
   [[nodiscard]] int open_workspace() const override { return -1; }
   [[nodiscard]] std::filesystem::path run_dir_host() const override { return run_dir_; }
