@@ -256,10 +256,27 @@ bool router::is_upload(const http::request_header<>& header) const {
   if (!t) return false;
   const std::string prefix = cfg_.base_url + "api/sandboxes/";
   const std::string path = t->path();
-  return path.rfind(prefix, 0) == 0 && path.find("/files", prefix.size()) != std::string::npos;
+  if (path.rfind(prefix, 0) != 0) return false;
+  const auto id_end = path.find('/', prefix.size());
+  if (id_end == std::string::npos) return false;
+  const std::string_view rest = std::string_view(path).substr(id_end);
+  return rest.starts_with("/files/") || rest == "/fs";
 }
 
-router::upload_start router::begin_upload(const http::request_header<>& header, responder respond) {
+void router::begin_upload(const http::request_header<>& header, responder respond,
+                          std::function<void(upload_start)> ready) {
+  auto t = boost::urls::parse_origin_form(header.target());
+  if (t && t->path().ends_with("/fs")) return begin_fs_upload(header, std::move(respond), std::move(ready));
+  ready(begin_workspace_upload(header, std::move(respond)));
+}
+
+void router::abort_upload(const std::shared_ptr<upload_job>& job) {
+  if (!job) return;
+  if (job->files) return job->files->abort(job->upload);
+  if (!job->fs_temp.empty()) job->sandbox->box->call({{"op", "file_abort"}, {"temp", job->fs_temp}}, nullptr);
+}
+
+router::upload_start router::begin_workspace_upload(const http::request_header<>& header, responder respond) {
   auto ctx = std::make_shared<context>();
   ctx->owner = this;
   ctx->req = request(http::request_header<>(header));
@@ -317,6 +334,7 @@ router::upload_start router::begin_upload(const http::request_header<>& header, 
 }
 
 void router::finish_upload(const std::shared_ptr<upload_job>& job, beast::error_code ec) {
+  if (!job->files) return finish_fs_upload(job, ec);
   auto ctx = std::static_pointer_cast<context>(job->context);
   const auto& up = job->upload;
   if (ec) {

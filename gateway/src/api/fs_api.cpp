@@ -6,11 +6,15 @@
 // from here with Range support like a workspace download.
 #include "router.hpp"
 
+#include <gateway/ids.hpp>
 #include <sandboxing/unique_fd.hpp>
 
 #include <boost/url.hpp>
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <limits>
 
 namespace sandgate::gateway {
 namespace http = boost::beast::http;
@@ -200,6 +204,87 @@ void router::fs_delete(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
     audit(*self, "fs.delete", {{"sandbox_id", s->id}, {"path", path}});
     self->reply(self->empty(http::status::no_content));
   });
+}
+
+}  // namespace sandgate::gateway
+
+namespace sandgate::gateway {
+
+void router::begin_fs_upload(const http::request_header<>& header, responder respond,
+                             std::function<void(upload_start)> ready) {
+  auto ctx = std::make_shared<context>();
+  ctx->owner = this;
+  ctx->req = request(http::request_header<>(header));
+  auto reject = [this, ctx, ready](response&& res) {
+    add_cors(ctx->req, res.base());
+    res.keep_alive(false);
+    res.prepare_payload();
+    upload_start out;
+    out.rejection = std::move(res);
+    ready(std::move(out));
+  };
+  auto t = parse_target(ctx->req.target(), cfg_.base_url);
+  if (!t) return reject(ctx->error(http::status::not_found, "No such path"));
+  ctx->parts = std::move(t->segments);
+  ctx->query = std::move(t->query);
+  const auto token = ctx->query.count("token") ? ctx->query["token"] : std::string();
+  if (auto rejection = authenticate(ctx->req, token, ctx->who)) return reject(std::move(*rejection));
+  const auto& p = ctx->parts;
+  std::shared_ptr<sandbox_entry> s = p.size() == 4 && is_uuid(p[2]) ? kernels_.sandboxes().find(p[2]) : nullptr;
+  if (s && s->pooled) s = nullptr;
+  if (!s || !ctx->who.sees(s->owner))
+    return reject(ctx->not_found("Sandbox does not exist: " + (p.size() > 2 ? p[2] : ""),
+                                 s || p.size() <= 2 ? std::nullopt : kernels_.sandboxes().gone(p[2])));
+  const auto path = ctx->query.find("path");
+  if (path == ctx->query.end() || path->second.empty() || path->second.size() > max_path_bytes ||
+      path->second.find('\0') != std::string::npos)
+    return reject(ctx->error(http::status::bad_request, "\"path\" (a path in the sandbox, without NUL) is required"));
+  json op = {{"op", "file_create"}, {"path", path->second}, {"parents", truthy(ctx->query, "parents", true)}};
+  s->touch();
+  s->box->call(std::move(op), [this, ctx, s, name = path->second, respond = std::move(respond), ready,
+                                reject](const ctl::reply& r) mutable {
+    if (!r.ok) return reject(ctx->error(fs_error(r)));
+    const int n = r.data.value("fd", -1);
+    std::string error;
+    auto fd = s->box->copy_descriptor(n, error);
+    s->box->call({{"op", "release_fd"}, {"fd", n}}, nullptr);
+    if (!fd) {
+      s->box->call({{"op", "file_abort"}, {"temp", r.data.value("temp", "")}}, nullptr);
+      return reject(ctx->error(http::status::conflict, error));
+    }
+    auto job = std::make_shared<upload_job>();
+    job->sandbox = s;
+    job->fs_temp = r.data.value("temp", "");
+    job->fs_file = std::move(fd);
+    job->fs_path = name;
+    job->max_bytes = std::numeric_limits<std::uint64_t>::max();  // the filesystem's own limits apply
+    ctx->respond = std::move(respond);
+    job->context = ctx;
+    upload_start out;
+    out.job = std::move(job);
+    ready(std::move(out));
+  });
+}
+
+void router::finish_fs_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec) {
+  auto ctx = std::static_pointer_cast<context>(job->context);
+  auto& s = job->sandbox;
+  if (ec) {
+    abort_upload(job);
+    const domain_error err = ec.category() == boost::system::generic_category()
+                                 ? errno_file_error(ec.value(), "write", job->fs_path)
+                                 : domain_error{fault::invalid, "The upload did not complete: " + ec.message()};
+    return ctx->reply(ctx->error(err));
+  }
+  struct stat st {};
+  ::fstat(job->fs_file.get(), &st);
+  job->fs_file.reset();
+  s->box->call({{"op", "file_commit"}, {"temp", job->fs_temp}, {"path", job->fs_path}},
+               [this, ctx, job, size = st.st_size](const ctl::reply& r) {
+                 if (!r.ok) return ctx->reply(ctx->error(fs_error(r)));
+                 audit(*ctx, "fs.write", {{"sandbox_id", job->sandbox->id}, {"path", job->fs_path}, {"size", size}});
+                 ctx->reply(ctx->json(http::status::created, {{"path", job->fs_path}, {"size", size}}));
+               });
 }
 
 }  // namespace sandgate::gateway

@@ -67,9 +67,16 @@ class router {
   struct upload_job {
     std::shared_ptr<void> context;  // the request being answered
     std::shared_ptr<sandbox_entry> sandbox;
-    std::unique_ptr<workspace_files> files;
+    std::unique_ptr<workspace_files> files;  // a workspace upload (files API)
     workspace_files::upload upload;
+    // An upload anywhere in the sandbox (fs API): the supervisor's temporary
+    // file beside the target, its descriptor, and the path as the client named it.
+    std::string fs_temp;
+    unique_fd fs_file;
+    std::string fs_path;
     std::uint64_t max_bytes = 0;
+    // Where the body goes.
+    [[nodiscard]] int file() const { return files ? upload.file.get() : fs_file.get(); }
   };
   // What to do with a request whose header has been read.
   struct upload_start {
@@ -95,7 +102,12 @@ class router {
   std::optional<response> refuse_before_body(const boost::beast::http::request_header<>& header);
   // Uploads stream to disk: true when this request is one (its body is not read yet).
   [[nodiscard]] bool is_upload(const boost::beast::http::request_header<>& header) const;
-  upload_start begin_upload(const boost::beast::http::request_header<>& header, responder respond);
+  // Calls `ready` with what to do (at once for the workspace; once the
+  // supervisor made the temporary file for an upload elsewhere in the sandbox).
+  void begin_upload(const boost::beast::http::request_header<>& header, responder respond,
+                    std::function<void(upload_start)> ready);
+  // The body will not be written: what was is dropped (nobody is answered).
+  void abort_upload(const std::shared_ptr<upload_job>& job);
   // The body was read (ec: why not); answers through the job's responder.
   void finish_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
   // What a WebSocket upgrade of /api/kernels/{id}/channels that may go
@@ -259,6 +271,10 @@ class router {
   void file_request(context& ctx, const std::string& sandbox_id);
   void get_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
   void delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
+  upload_start begin_workspace_upload(const boost::beast::http::request_header<>& header, responder respond);
+  void begin_fs_upload(const boost::beast::http::request_header<>& header, responder respond,
+                       std::function<void(upload_start)> ready);
+  void finish_fs_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
   // Sends an open regular file (`size` bytes; a Range request gets its part)
   // as the answer; `path` chooses its content type.
   void serve_file(context& ctx, unique_fd fd, std::uint64_t size, std::int64_t mtime_s, const std::string& path,

@@ -111,9 +111,14 @@ void http_session<Stream>::on_header(beast::error_code ec) {
     self->send(std::move(res));
   };
   if (router_.is_upload(header_parser_->get())) {
-    auto start = router_.begin_upload(header_parser_->get(), respond);
-    if (start.rejection) return read_upload(nullptr, http::message_generator(std::move(*start.rejection)));
-    return read_upload(std::move(start.job));
+    // The body waits in the connection until the upload's file is ready.
+    return router_.begin_upload(header_parser_->get(), respond,
+                                [self = this->shared_from_this()](router::upload_start start) {
+                                  if (start.rejection)
+                                    return self->read_upload(nullptr,
+                                                             http::message_generator(std::move(*start.rejection)));
+                                  self->read_upload(std::move(start.job));
+                                });
   }
   // A client without a valid token sends no body: it is answered now and the connection closes.
   if (header_parser_->chunked() || header_parser_->content_length().value_or(0) > 0)
@@ -163,7 +168,7 @@ void http_session<Stream>::read_upload_some() {
         const bool keep = up.job && !up.refusal && up.write_error == 0 && up.written + n <= up.job->max_bytes;
         if (keep) {
           for (std::size_t done = 0; done < n;) {
-            const auto w = ::write(up.job->upload.file.get(), up.buffer.data() + done, n - done);
+            const auto w = ::write(up.job->file(), up.buffer.data() + done, n - done);
             if (w < 0 && errno == EINTR) continue;
             if (w < 0) {
               up.write_error = errno;
@@ -187,7 +192,7 @@ void http_session<Stream>::end_upload(beast::error_code ec) {
   auto up = std::move(upload_);
   if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
       ec == beast::error::timeout || ec == http::error::partial_message) {
-    if (up->job) up->job->files->abort(up->job->upload);  // nobody to answer
+    router_.abort_upload(up->job);  // nobody to answer
     return shutdown_send(stream_);
   }
   if (up->refusal) return send(std::move(*up->refusal));
