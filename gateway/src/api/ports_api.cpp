@@ -162,8 +162,13 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
     res.prepare_payload();
     return res;
   }
-  if (signed_ok && (req.method() == http::verb::get || req.method() == http::verb::head)) {
-    // Traded for a cookie of this host (or this port's path) alone, and the URL is cleaned of it.
+  // A browser's navigation trades the token for a cookie of this host (or this port's path) alone, and
+  // the URL is cleaned of it; other clients (a program, a WebSocket) may send it with every request.
+  const auto mode = req["Sec-Fetch-Mode"];
+  const bool navigation = mode == "navigate" || (mode.empty() && req[http::field::accept].find("text/html") !=
+                                                                      boost::beast::string_view::npos);
+  if (signed_ok && navigation && (req.method() == http::verb::get || req.method() == http::verb::head) &&
+      req.find(http::field::upgrade) == req.end()) {
     const auto expires = query_token.substr(0, query_token.find('.'));
     const auto max_age = std::max<std::int64_t>(0, std::stoll(expires) - now);
     response res{http::status::see_other, req.version()};
