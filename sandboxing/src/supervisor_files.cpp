@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -69,10 +71,40 @@ std::string sandbox_path(const json& message, const char* field) {
   return path;
 }
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == 0 ? "/" : path.substr(0, slash);
+// Opens `path` as the caller's identity, never through a magic link
+// (/proc/<pid>/fd/*, /proc/<pid>/root, ...): the supervisor's own would lead
+// to its descriptors (its cgroup directory, its sockets), which no process of
+// the sandbox user may open. Every path of every operation goes through here.
+unique_fd open_path(const std::string& path, std::uint64_t flags, mode_t mode = 0) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  return unique_fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
 }
+
+// A path's parent directory, opened, and its last component.
+struct parent_and_name {
+  unique_fd dir;
+  std::string name;
+};
+
+parent_and_name split(const std::string& path, const char* what) {
+  const auto slash = path.rfind('/');
+  parent_and_name out;
+  out.name = path.substr(slash + 1);
+  if (out.name.empty() || out.name == "." || out.name == "..")
+    throw file_error{EINVAL, std::string(what) + " " + path + ": not a name in a directory"};
+  const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  out.dir = open_path(parent, O_PATH | O_DIRECTORY);
+  if (!out.dir) fail(errno, what, path);
+  return out;
+}
+
+unique_fd new_memfd(const char* name);
+
+// Lines `first` to `last` (1-based, inclusive) of the open file, into a memfd: {"fd", "size", "eof"}.
+json read_lines(int fd, const std::string& path, std::uint64_t first, std::uint64_t last);
 
 unique_fd new_memfd(const char* name) {
   unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
@@ -89,38 +121,83 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-// mkdir -p of `path`, as the caller's identity.
-void make_dirs(const std::string& path) {
-  if (path == "/" || path.empty()) return;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) fail(ENOTDIR, "mkdir", path);
-    return;
+json read_lines(int fd, const std::string& path, std::uint64_t first, std::uint64_t last) {
+  unique_fd out = new_memfd("lines");
+  std::uint64_t line = 1;
+  std::uint64_t scanned = 0;
+  char buffer[64 * 1024];
+  std::string kept;
+  bool eof = false;
+  while (line <= last) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(errno, "read", path);
+    if (n == 0) {
+      eof = true;
+      break;
+    }
+    scanned += static_cast<std::uint64_t>(n);
+    if (scanned > max_line_scan_bytes && line < first)
+      throw file_error{EFBIG, "read " + path + ": line " + std::to_string(first) +
+                                  " is past the first 256 MiB; read it by byte range"};
+    std::string_view chunk(buffer, static_cast<std::size_t>(n));
+    while (!chunk.empty() && line <= last) {
+      const auto newline = chunk.find('\n');
+      const auto piece = chunk.substr(0, newline == std::string_view::npos ? chunk.size() : newline + 1);
+      if (line >= first) kept.append(piece);
+      if (newline != std::string_view::npos) ++line;
+      chunk.remove_prefix(piece.size());
+    }
+    if (kept.size() >= 1u << 20) {
+      write_all(out.get(), kept);
+      kept.clear();
+    }
   }
-  make_dirs(parent_of(path));
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) fail(errno, "mkdir", path);
+  write_all(out.get(), kept);
+  const auto size = ::lseek(out.get(), 0, SEEK_CUR);
+  ::lseek(out.get(), 0, SEEK_SET);
+  return {{"size", size}, {"eof", eof}, {"fd", out.release()}};
 }
 
-// Removes `path` and what is below it (not following links), at most `budget` entries.
-void remove_tree(const std::string& path, std::size_t& budget) {
-  if (budget-- == 0) throw file_error{E2BIG, "delete " + path + ": more than 100000 entries"};
+// mkdir -p of `path`, as the caller's identity; returns the directory opened.
+unique_fd make_dirs(const std::string& path) {
+  if (unique_fd dir = open_path(path, O_PATH | O_DIRECTORY)) return dir;
+  if (errno != ENOENT) fail(errno, "mkdir", path);
+  if (path == "/") fail(ENOENT, "mkdir", path);
+  const auto slash = path.rfind('/');
+  const unique_fd parent = make_dirs(slash == 0 ? "/" : path.substr(0, slash));
+  const std::string name = path.substr(slash + 1);
+  if (::mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST) fail(errno, "mkdir", path);
+  unique_fd dir(::openat(parent.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) fail(errno, "mkdir", path);
+  return dir;
+}
+
+// Removes `name` in `dir` and what is below it (no link followed), at most `budget` entries.
+void remove_tree(int dir, const std::string& name, const std::string& shown, std::size_t& budget) {
+  if (budget-- == 0) throw file_error{E2BIG, "delete " + shown + ": more than 100000 entries"};
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) fail(errno, "delete", path);
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) fail(errno, "delete", shown);
   if (!S_ISDIR(st.st_mode)) {
-    if (::unlink(path.c_str()) != 0) fail(errno, "delete", path);
+    if (::unlinkat(dir, name.c_str(), 0) != 0) fail(errno, "delete", shown);
     return;
   }
-  DIR* dir = ::opendir(path.c_str());
-  if (!dir) fail(errno, "delete", path);
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(name);
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail(errno, "delete", shown);
+  DIR* listing = ::fdopendir(fd);
+  if (!listing) {
+    ::close(fd);
+    fail(errno, "delete", shown);
   }
-  ::closedir(dir);
-  for (const auto& name : names)
-    remove_tree(path + "/" + name, budget);
-  if (::rmdir(path.c_str()) != 0) fail(errno, "delete", path);
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string entry = e->d_name;
+    if (entry != "." && entry != "..") names.push_back(entry);
+  }
+  for (const auto& entry : names)
+    remove_tree(::dirfd(listing), entry, shown + "/" + entry, budget);
+  ::closedir(listing);
+  if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0) fail(errno, "delete", shown);
 }
 
 }  // namespace
@@ -164,76 +241,42 @@ control::reply supervisor::do_file(const json& message) {
   const std::string op = message.value("op", std::string());
   try {
     const as_sandbox_user user(config_.confine);
-    if (op == "file_open") {
+    if (op == "file_open" || op == "file_lines") {
       const auto path = sandbox_path(message, "path");
-      unique_fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+      unique_fd fd = open_path(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
       if (!fd) fail(errno, "open", path);
       struct stat st {};
       if (::fstat(fd.get(), &st) != 0) fail(errno, "stat", path);
       if (S_ISDIR(st.st_mode)) fail(EISDIR, "read", path);
       if (!S_ISREG(st.st_mode)) throw file_error{EINVAL, "read " + path + ": not a regular file"};
-      result.data = stat_json(st);
-      result.data["fd"] = hand_out(std::move(fd));
-    } else if (op == "file_lines") {
-      const auto path = sandbox_path(message, "path");
-      const auto first = message.value("start", std::uint64_t{1});
-      const auto last = message.value("end", std::numeric_limits<std::uint64_t>::max());
-      unique_fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-      if (!fd) fail(errno, "open", path);
-      struct stat st {};
-      if (::fstat(fd.get(), &st) != 0) fail(errno, "stat", path);
-      if (S_ISDIR(st.st_mode)) fail(EISDIR, "read", path);
-      if (!S_ISREG(st.st_mode)) throw file_error{EINVAL, "read " + path + ": not a regular file"};
-      unique_fd out = new_memfd("lines");
-      std::uint64_t line = 1;
-      std::uint64_t scanned = 0;
-      char buffer[64 * 1024];
-      std::string kept;
-      bool eof = false;
-      while (line <= last) {
-        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail(errno, "read", path);
-        if (n == 0) {
-          eof = true;
-          break;
-        }
-        scanned += static_cast<std::uint64_t>(n);
-        if (scanned > max_line_scan_bytes && line < first)
-          throw file_error{EFBIG, "read " + path + ": line " + std::to_string(first) +
-                                      " is past the first 256 MiB; read it by byte range"};
-        std::string_view chunk(buffer, static_cast<std::size_t>(n));
-        while (!chunk.empty() && line <= last) {
-          const auto newline = chunk.find('\n');
-          const auto piece = chunk.substr(0, newline == std::string_view::npos ? chunk.size() : newline + 1);
-          if (line >= first) kept.append(piece);
-          if (newline != std::string_view::npos) ++line;
-          chunk.remove_prefix(piece.size());
-        }
-        if (kept.size() >= 1u << 20) {
-          write_all(out.get(), kept);
-          kept.clear();
-        }
+      if (op == "file_open") {
+        result.data = stat_json(st);
+        result.data["fd"] = hand_out(std::move(fd));
+      } else {
+        result.data = read_lines(fd.get(), path, message.value("start", std::uint64_t{1}),
+                                 message.value("end", std::numeric_limits<std::uint64_t>::max()));
+        result.data["fd"] = hand_out(unique_fd(result.data["fd"].get<int>()));
       }
-      write_all(out.get(), kept);
-      const auto size = ::lseek(out.get(), 0, SEEK_CUR);
-      ::lseek(out.get(), 0, SEEK_SET);
-      result.data = {{"size", size}, {"eof", eof}, {"fd", hand_out(std::move(out))}};
     } else if (op == "file_stat") {
       const auto path = sandbox_path(message, "path");
-      struct stat st {};
       const bool follow = message.value("follow", true);
-      if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) fail(errno, "stat", path);
+      unique_fd fd = open_path(path, O_PATH | (follow ? 0 : O_NOFOLLOW));
+      if (!fd) fail(errno, "stat", path);
+      struct stat st {};
+      if (::fstat(fd.get(), &st) != 0) fail(errno, "stat", path);
       result.data = stat_json(st);
       if (S_ISLNK(st.st_mode)) {
         char target[max_path_bytes + 1];
-        const ssize_t n = ::readlink(path.c_str(), target, max_path_bytes);
+        const ssize_t n = ::readlinkat(fd.get(), "", target, max_path_bytes);
         if (n >= 0) result.data["target"] = std::string(target, static_cast<std::size_t>(n));
       }
     } else if (op == "file_list") {
       const auto path = sandbox_path(message, "path");
-      DIR* dir = ::opendir(path.c_str());
+      unique_fd fd = open_path(path, O_RDONLY | O_DIRECTORY);
+      if (!fd) fail(errno, "list", path);
+      DIR* dir = ::fdopendir(fd.get());
       if (!dir) fail(errno, "list", path);
+      fd.release();  // the DIR owns it now
       json entries = json::array();
       bool truncated = false;
       while (const dirent* e = ::readdir(dir)) {
@@ -260,57 +303,66 @@ control::reply supervisor::do_file(const json& message) {
       result.data = {{"size", size}, {"count", entries.size()}, {"truncated", truncated}, {"fd", hand_out(std::move(out))}};
     } else if (op == "file_create") {
       const auto path = sandbox_path(message, "path");
-      const auto parent = parent_of(path);
-      if (message.value("parents", true)) make_dirs(parent);
+      const auto slash = path.rfind('/');
+      const std::string name = path.substr(slash + 1);
+      if (name.empty() || name == "." || name == "..") throw file_error{EINVAL, "write " + path + ": not a file name"};
+      const std::string parent_path = slash == 0 ? "/" : path.substr(0, slash);
+      unique_fd parent = message.value("parents", true) ? make_dirs(parent_path) : open_path(parent_path, O_PATH | O_DIRECTORY);
+      if (!parent) fail(errno, "write", path);
       struct stat st {};
-      if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(EISDIR, "write", path);
+      if (::fstatat(parent.get(), name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) fail(EISDIR, "write", path);
       static std::mt19937_64 random{std::random_device{}()};
       char suffix[17];
       std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
-      const std::string temp = parent + (parent == "/" ? "" : "/") + temp_prefix + suffix;
-      unique_fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+      const std::string temp = std::string(temp_prefix) + suffix;
+      unique_fd fd(::openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
       if (!fd) fail(errno, "write", path);
+      const std::string key = parent_path + "/" + temp;
       if (uploads_.size() >= 64) {  // the oldest unfinished one goes
-        ::unlink(uploads_.begin()->c_str());
+        ::unlinkat(uploads_.begin()->second.dir.get(), uploads_.begin()->second.temp.c_str(), 0);
         uploads_.erase(uploads_.begin());
       }
-      uploads_.insert(temp);
-      result.data = {{"temp", temp}, {"fd", hand_out(std::move(fd))}};
+      uploads_[key] = upload{std::move(parent), temp, name};
+      result.data = {{"temp", key}, {"fd", hand_out(std::move(fd))}};
     } else if (op == "file_commit" || op == "file_abort") {
-      const std::string temp = message.value("temp", std::string());
-      if (!uploads_.contains(temp)) throw file_error{ENOENT, "no upload in progress at " + temp};
-      uploads_.erase(temp);
+      const std::string key = message.value("temp", std::string());
+      const auto found = uploads_.find(key);
+      if (found == uploads_.end()) throw file_error{ENOENT, "no upload in progress at " + key};
+      const upload u = std::move(found->second);
+      uploads_.erase(found);
       if (op == "file_abort") {
-        ::unlink(temp.c_str());
-      } else {
-        const auto path = sandbox_path(message, "path");
-        if (::rename(temp.c_str(), path.c_str()) != 0) {
-          const int e = errno;
-          ::unlink(temp.c_str());
-          fail(e, "write", path);
-        }
+        ::unlinkat(u.dir.get(), u.temp.c_str(), 0);
+      } else if (::renameat(u.dir.get(), u.temp.c_str(), u.dir.get(), u.name.c_str()) != 0) {
+        const int e = errno;
+        ::unlinkat(u.dir.get(), u.temp.c_str(), 0);
+        fail(e, "write", message.value("path", u.name));
       }
     } else if (op == "file_mkdir") {
       const auto path = sandbox_path(message, "path");
       if (message.value("parents", false)) {
         make_dirs(path);
-      } else if (::mkdir(path.c_str(), 0755) != 0) {
-        fail(errno, "mkdir", path);
+      } else {
+        const auto where = split(path, "mkdir");
+        if (::mkdirat(where.dir.get(), where.name.c_str(), 0755) != 0) fail(errno, "mkdir", path);
       }
     } else if (op == "file_rename") {
       const auto from = sandbox_path(message, "from");
       const auto to = sandbox_path(message, "to");
+      const auto a = split(from, "rename");
+      const auto b = split(to, "rename");
       const unsigned flags = message.value("overwrite", false) ? 0u : RENAME_NOREPLACE;
-      if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags) != 0) fail(errno, "rename " + from + " to", to);
+      if (::renameat2(a.dir.get(), a.name.c_str(), b.dir.get(), b.name.c_str(), flags) != 0)
+        fail(errno, "rename " + from + " to", to);
     } else if (op == "file_delete") {
       const auto path = sandbox_path(message, "path");
+      const auto where = split(path, "delete");
       struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0) fail(errno, "delete", path);
+      if (::fstatat(where.dir.get(), where.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) fail(errno, "delete", path);
       if (S_ISDIR(st.st_mode) && !message.value("recursive", false)) {
-        if (::rmdir(path.c_str()) != 0) fail(errno, "delete", path);
+        if (::unlinkat(where.dir.get(), where.name.c_str(), AT_REMOVEDIR) != 0) fail(errno, "delete", path);
       } else {
         std::size_t budget = max_delete_entries;
-        remove_tree(path, budget);
+        remove_tree(where.dir.get(), where.name, path, budget);
       }
     } else {
       throw file_error{EINVAL, "unknown op \"" + op + "\""};
@@ -354,8 +406,8 @@ json supervisor::listening_ports() const {
 
 void supervisor::abort_uploads() {
   const as_sandbox_user user(config_.confine);
-  for (const auto& temp : uploads_)
-    ::unlink(temp.c_str());
+  for (const auto& [key, u] : uploads_)
+    ::unlinkat(u.dir.get(), u.temp.c_str(), 0);
   uploads_.clear();
 }
 

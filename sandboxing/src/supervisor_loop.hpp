@@ -166,7 +166,12 @@ class supervisor {
   std::map<std::string, stream_process> processes_;  // the process API's, running and ended
   std::map<int, attachment> attachments_;            // by the supervisor's socket
   std::map<int, unique_fd> handoffs_;                // descriptors for the gateway, until it copied them
-  std::set<std::string> uploads_;                    // temporary files of uploads in progress
+  struct upload {
+    unique_fd dir;     // where it goes
+    std::string temp;  // its temporary name there
+    std::string name;  // the name it takes when committed
+  };
+  std::map<std::string, upload> uploads_;  // uploads in progress, by a key of the parent path and temp name
   std::map<int, std::string> process_stdin_fds_;     // a process's stdin writer -> its id
   struct pending_wait {
     std::uint64_t req = 0;

@@ -202,6 +202,8 @@ control::reply supervisor::do_signal(const json& message) {
   const pid_t pid = child == children_.end() ? 0 : child->second.pid;
   if (request.signal < 1 || request.signal >= NSIG) {
     result.error = "signal: " + std::to_string(request.signal) + " is not a signal number";
+  } else if (pid == 0 && processes_.contains(request.id)) {
+    result.error = "signal: the process \"" + request.id + "\" has ended";
   } else if (pid == 0) {
     result.error = "signal: no running child named \"" + request.id + "\"";
   } else if (::kill(request.group ? -pid : pid, request.signal) == -1 && errno != ESRCH) {

@@ -26,7 +26,8 @@ constexpr double max_wait_s = 3600;
 
 // The supervisor's error, as the API says it: a process it does not know is a 404.
 domain_error supervisor_error(const ctl::reply& r, const std::string& process_id) {
-  if (r.error.find("no process named") != std::string::npos)
+  if (r.error.find("no process named") != std::string::npos ||
+      r.error.find("no running child named") != std::string::npos)
     return {fault::not_found, "Process does not exist: " + process_id};
   const auto colon = r.error.find(": ");
   const bool prefixed = colon != std::string::npos && r.error.find(' ') > colon;  // "op: why"
