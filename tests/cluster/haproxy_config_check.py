@@ -325,6 +325,23 @@ class HAProxyConfig(unittest.TestCase):
                     self.assertEqual(got["method"], method)
                     self.assertEqual(got["body"], body or "")
 
+    def test_ports_route_by_host_name_and_by_path(self):
+        for n in (1, 2, 3):
+            sid = node_id_uuid(n)
+            with self.subTest(node=n):
+                # By host name, whatever the path (even one that names another node's id).
+                path = "/api/kernels/%s/app?x=1" % node_id_uuid(4 - n if n != 2 else 1)
+                r = request(self.lb.url, "GET", path, headers={"Host": "3000-%s.localhost:8080" % sid.upper()})
+                self.assertEqual((r.status, r.json()["node"], r.json()["path"]), (200, n, path))
+                r = request(self.lb.url, "GET", "/api/sandboxes/%s/ports/3000/index.html" % sid)
+                self.assertEqual((r.status, r.json()["node"]), (200, n))
+                req = ("GET /ws HTTP/1.1\r\nHost: 8080-%s.sandboxes.example\r\nUpgrade: websocket\r\n"
+                       "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                       "Sec-WebSocket-Version: 13\r\n\r\n" % sid).encode()
+                status, answer = raw_exchange(self.lb.url, req)
+                self.assertEqual(status, 101, answer)
+                self.assertIn("x-fake-node: %d" % n, answer.lower())
+
     def test_each_request_of_a_connection_routed_on_its_own(self):
         conn = http.client.HTTPConnection(self.lb.url[len("http://"):], timeout=TIMEOUT)
         try:
