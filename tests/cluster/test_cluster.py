@@ -81,6 +81,7 @@ class Cluster:
 
     def start_node(self, node, *extra):
         gw = Gateway("--ip", self.addr(node), "--node-id", str(node), "--peers-file", self.peers_file,
+                     "--max-connections-per-address", "0",
                      "--agent-check-port", str(self.agent_port), *self.node_args, *extra,
                      token=TOKEN, name=f"cluster-node{node}", sandboxed=self.sandboxed)
         self.nodes[node] = gw

@@ -53,6 +53,25 @@ ROUTES = {
     ("head", "/api/sandboxes/{sandbox_id}/files/{path}"),
     ("put", "/api/sandboxes/{sandbox_id}/files/{path}"),
     ("delete", "/api/sandboxes/{sandbox_id}/files/{path}"),
+    ("get", "/api/sandboxes/{sandbox_id}/processes"),
+    ("post", "/api/sandboxes/{sandbox_id}/processes"),
+    ("get", "/api/sandboxes/{sandbox_id}/processes/{process_id}"),
+    ("delete", "/api/sandboxes/{sandbox_id}/processes/{process_id}"),
+    ("get", "/api/sandboxes/{sandbox_id}/processes/{process_id}/wait"),
+    ("post", "/api/sandboxes/{sandbox_id}/processes/{process_id}/signal"),
+    ("post", "/api/sandboxes/{sandbox_id}/processes/{process_id}/resize"),
+    ("post", "/api/sandboxes/{sandbox_id}/processes/{process_id}/stdin"),
+    ("get", "/api/sandboxes/{sandbox_id}/processes/{process_id}/attach"),
+    ("get", "/api/sandboxes/{sandbox_id}/fs"),
+    ("head", "/api/sandboxes/{sandbox_id}/fs"),
+    ("put", "/api/sandboxes/{sandbox_id}/fs"),
+    ("delete", "/api/sandboxes/{sandbox_id}/fs"),
+    ("get", "/api/sandboxes/{sandbox_id}/fs/stat"),
+    ("get", "/api/sandboxes/{sandbox_id}/fs/list"),
+    ("post", "/api/sandboxes/{sandbox_id}/fs/mkdir"),
+    ("post", "/api/sandboxes/{sandbox_id}/fs/rename"),
+    ("get", "/api/sandboxes/{sandbox_id}/ports"),
+    ("post", "/api/sandboxes/{sandbox_id}/port-urls"),
 }
 METHODS = ("get", "head", "post", "put", "patch", "delete")
 # Routed but always refused with 400, as the document's path item says: the
@@ -148,11 +167,11 @@ class OpenApi(GatewayTestCase):
 
     def fill(self, path):
         """The path with made-up ids (and the real sandbox for files)."""
-        sandbox = self.sandbox_id if "/files" in path else str(uuid.uuid4())
+        sandbox = self.sandbox_id if "/files" in path or "/fs" in path else str(uuid.uuid4())
         return (path.replace("{sandbox_id}", sandbox).replace("{kernel_id}", str(uuid.uuid4()))
                 .replace("{session_id}", str(uuid.uuid4())).replace("{msg_id}", uuid.uuid4().hex)
                 .replace("{kernel_name}", "no-such-spec").replace("{resource}", "logo-64x64.png")
-                .replace("{path}", "openapi-probe.txt"))
+                .replace("{path}", "openapi-probe.txt").replace("{process_id}", "p0123456789abcdef"))
 
     def test_every_documented_operation_is_routed(self):
         for (method, path), op in sorted(operations(self.doc).items()):
