@@ -46,6 +46,18 @@
 //   {"op":"write_stdin","req":12,"id":"p1","data":"<base64>","close":bool} -> ok once queued
 //   {"op":"resize","req":13,"id":"p1","cols":C,"rows":R} -> ok
 //   {"op":"forget","req":14,"id":"p1"} -> ok: killed if running, its record and attachments dropped
+// Files (done by the supervisor as the sandbox user, inside its root; paths
+// absolute, or relative to /workspace; descriptors handed out as for attach,
+// released with release_fd; a failure's data is {"errno":N}):
+//   {"op":"file_open","path"} -> data {stat..., "fd"}: the file, opened for reading
+//   {"op":"file_lines","path","start","end"} -> data {"fd","size","eof"}: a memfd of those lines
+//   {"op":"file_stat","path","follow":bool} -> data {"type","size","mode","mtime_ms","uid","gid"[,"target"]}
+//   {"op":"file_list","path"} -> data {"fd","size","count","truncated"}: a memfd of a JSON array
+//   {"op":"file_create","path","parents":bool} -> data {"fd","temp"}: a temporary file beside the path;
+//     then {"op":"file_commit","temp","path"} renames it into place, or {"op":"file_abort","temp"}
+//   {"op":"file_mkdir","path","parents":bool}, {"op":"file_rename","from","to","overwrite":bool},
+//   {"op":"file_delete","path","recursive":bool} -> ok
+//   {"op":"listening_ports"} -> data {"ports":[{"port","address"}]}: TCP listeners in the sandbox
 //   record: {"id","pid","argv","cwd","pty":{"cols","rows"}|null,"stdin":bool,"buffer_bytes":N,
 //            "started_ms","ended_ms"|null,"running":bool,"exit":{"code"|"signal","oom","timed_out"}|null,
 //            "stdout":{"bytes","held","dropped"},"stderr":{...},"attachments":N}
