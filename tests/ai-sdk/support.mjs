@@ -30,8 +30,8 @@ function packageJson(name) {
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 
-// The ESM entry of a dependency of the package, from its package.json exports.
-async function importDependency(name, subpath = '.') {
+/** The ESM entry of a dependency of the package, from its package.json exports. */
+export async function importDependency(name, subpath = '.') {
   const entry = packageJson(name).exports?.[subpath];
   const file = typeof entry === 'string' ? entry : entry?.import;
   assert.ok(file, `${name} has no ESM export ${subpath}`);

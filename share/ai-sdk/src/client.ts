@@ -92,6 +92,15 @@ export class SandgateClient {
     return this.http.baseUrl;
   }
 
+  /**
+   * @internal What requests go out with (base URL, token, fetch), the
+   * WebSocket base URL and the deadline of ordinary requests: the sandbox
+   * session (`@sandgate/ai-sdk/sandbox`) builds its own calls on them.
+   */
+  get connection(): { http: HttpOptions; wsBase: string; timeoutMs: number } {
+    return { http: this.http, wsBase: this.wsBase, timeoutMs: this.timeoutMs };
+  }
+
   // --- Sandboxes -------------------------------------------------------------
 
   /**

@@ -32,6 +32,12 @@ export interface SandgateToolsOptions extends SandgateOptions {
   onOutput?: (event: OutputEvent) => void;
   /** A Sandgate to share (its store, displays and client) instead of one built from these options. */
   sandgate?: Sandgate;
+  /**
+   * Prints each execution to the terminal (console.log): the code or command,
+   * then its stdout, stderr, result and error as the tool returns them. A
+   * function receives each block of text instead.
+   */
+  debug?: boolean | ((text: string) => void);
 }
 
 export type OutputEvent =
@@ -140,6 +146,17 @@ export function sandboxEndedNote(reason: string | null | undefined): string | un
   );
 }
 
+/** Prints one execution's parts (empty ones left out) under a header naming the tool and call. */
+function debugPrinter(debug: SandgateToolsOptions['debug']) {
+  if (!debug) return undefined;
+  const print = typeof debug === 'function' ? debug : (text: string) => console.log(text);
+  return (header: string, parts: Record<string, string | null | undefined>) => {
+    const lines = [`[sandgate] ${header}`];
+    for (const [name, text] of Object.entries(parts)) if (text) lines.push(`  ${name}:`, ...text.replace(/\n$/, '').split('\n').map((l) => `    ${l}`));
+    print(lines.join('\n'));
+  };
+}
+
 function joinNotes(...notes: Array<string | undefined>): string | undefined {
   const kept = notes.filter((n): n is string => !!n);
   return kept.length ? kept.join(' ') : undefined;
@@ -193,6 +210,7 @@ export function createSandgateTools(options: SandgateToolsOptions) {
   const defaultTimeoutS = Math.min(options.defaultTimeoutS ?? 120, maxTimeoutS);
   const defaultShellTimeoutS = Math.min(options.defaultShellTimeoutS ?? 60, maxTimeoutS);
   const maxImages = options.maxImagesToModel ?? 4;
+  const debug = debugPrinter(options.debug);
   const languages = options.languages?.length ? [...new Set(options.languages)] : [...LANGUAGES];
   for (const l of languages) if (!isLanguage(l)) throw new TypeError(`languages: ${JSON.stringify(l)} is not one of ${LANGUAGES.join(', ')}`);
   // The default language comes first: python when offered.
@@ -270,19 +288,34 @@ export function createSandgateTools(options: SandgateToolsOptions) {
       const t = Math.min(timeoutS ?? defaultTimeoutS, maxTimeoutS);
       const lang = language ?? languages[0]!;
       const emit = options.onOutput;
-      const { value, note } = await sandgate.runCode(sessionId, code, {
-        language: lang,
-        timeoutS: t,
-        signal: abortSignal,
-        ...(emit
-          ? {
-              onStdout: (text: string) => emit({ sessionId, toolCallId, type: 'stdout', text }),
-              onStderr: (text: string) => emit({ sessionId, toolCallId, type: 'stderr', text }),
-              onDisplay: (b: OutputBundle) => emit({ sessionId, toolCallId, type: 'display', mimeTypes: Object.keys(b.data) }),
-            }
-          : {}),
-      });
-      return shape(value, lang, t, note);
+      debug?.(`runCode ${lang} (${toolCallId}) runs`, { code });
+      try {
+        const { value, note } = await sandgate.runCode(sessionId, code, {
+          language: lang,
+          timeoutS: t,
+          signal: abortSignal,
+          ...(emit
+            ? {
+                onStdout: (text: string) => emit({ sessionId, toolCallId, type: 'stdout', text }),
+                onStderr: (text: string) => emit({ sessionId, toolCallId, type: 'stderr', text }),
+                onDisplay: (b: OutputBundle) => emit({ sessionId, toolCallId, type: 'display', mimeTypes: Object.keys(b.data) }),
+              }
+            : {}),
+        });
+        const out = await shape(value, lang, t, note);
+        debug?.(`runCode ${lang} (${toolCallId}) ended`, {
+          stdout: out.stdout,
+          stderr: out.stderr,
+          result: out.result,
+          error: out.error && `${out.error.name}: ${out.error.value}${out.error.traceback ? '\n' + out.error.traceback : ''}`,
+          displays: out.displays.map((d) => `${d.id} (${d.mimeTypes.join(', ')})`).join('\n'),
+          note: out.note,
+        });
+        return out;
+      } catch (e) {
+        debug?.(`runCode ${lang} (${toolCallId}) failed`, { error: String(e) });
+        throw e;
+      }
     },
     toModelOutput: async ({ output }) => {
       if (!options.imagesToModel) return { type: 'json', value: output as unknown as JSONValue };
@@ -310,9 +343,13 @@ export function createSandgateTools(options: SandgateToolsOptions) {
         .optional()
         .describe(`Seconds before the command is killed (default ${defaultShellTimeoutS})`),
     }),
-    execute: async ({ command, timeoutS }, { abortSignal }): Promise<RunShellOutput> => {
+    execute: async ({ command, timeoutS }, { abortSignal, toolCallId }): Promise<RunShellOutput> => {
       const t = Math.min(timeoutS ?? defaultShellTimeoutS, maxTimeoutS);
-      const { value, note } = await sandgate.runCommand(sessionId, { cmd: command, timeout_s: t }, { signal: abortSignal });
+      debug?.(`runShell (${toolCallId}) runs`, { command });
+      const { value, note } = await sandgate.runCommand(sessionId, { cmd: command, timeout_s: t }, { signal: abortSignal }).catch((e) => {
+        debug?.(`runShell (${toolCallId}) failed`, { error: String(e) });
+        throw e;
+      });
       const stdout = trimMiddle(stripAnsi(value.stdout), maxChars);
       const stderr = trimMiddle(stripAnsi(value.stderr), maxChars);
       const out: RunShellOutput = {
@@ -324,6 +361,13 @@ export function createSandgateTools(options: SandgateToolsOptions) {
       };
       const notes = joinNotes(note, sandboxEndedNote(value.sandbox_ended), egressNote(value.stdout, value.stderr));
       if (notes) out.note = notes;
+      debug?.(`runShell (${toolCallId}) ended`, {
+        stdout: out.stdout,
+        stderr: out.stderr,
+        'exit code': out.exitCode === null ? 'none (a signal ended it)' : String(out.exitCode),
+        error: out.timedOut ? `timed out after ${t} s` : undefined,
+        note: out.note,
+      });
       return out;
     },
   });
