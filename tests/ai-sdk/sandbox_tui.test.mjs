@@ -53,9 +53,9 @@ test('debug prints each execution: the code or command, stdout, stderr, result, 
   }
 });
 
-/** Runs tmux on a server of its own (-L), so the test touches no other tmux session. */
+/** Runs tmux on a server of its own (-S: a socket in the test's directory), so the test touches no other tmux session. */
 function tmux(socket, ...args) {
-  return execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync('tmux', ['-S', socket, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 test('runAgentTUI with the Sandgate tools and session: a cell typed in a real terminal runs, its tool card shows', { timeout: 60000 }, async () => {
@@ -64,8 +64,8 @@ test('runAgentTUI with the Sandgate tools and session: a cell typed in a real te
   } catch {
     assert.fail('tmux is missing: apt-get install tmux');
   }
-  const socket = `sandgate-tui-${process.pid}`;
   const work = mkdtempSync(join(tmpdir(), 'sandgate-tui-'));
+  const socket = join(work, 'tmux.sock');
   const exitFile = join(work, 'exit');
   const sessionId = newSessionId('tui');
   const screen = () => tmux(socket, 'capture-pane', '-p', '-t', 'tui');
