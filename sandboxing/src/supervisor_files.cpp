@@ -358,6 +358,7 @@ control::reply supervisor::do_file(const json& message) {
       const auto where = split(path, "delete");
       struct stat st {};
       if (::fstatat(where.dir.get(), where.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) fail(errno, "delete", path);
+      if (S_ISDIR(st.st_mode) && message.value("files_only", false)) fail(EISDIR, "delete", path);
       if (S_ISDIR(st.st_mode) && !message.value("recursive", false)) {
         if (::unlinkat(where.dir.get(), where.name.c_str(), AT_REMOVEDIR) != 0) fail(errno, "delete", path);
       } else {

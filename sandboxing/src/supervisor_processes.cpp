@@ -29,7 +29,9 @@ namespace {
 
 namespace ps = process_stream;
 
-constexpr std::size_t read_chunk_bytes = 64u << 10;
+constexpr std::size_t read_chunk_bytes = 256u << 10;  // a read of a process's pipe, a frame at most
+constexpr int pipe_bytes = 1 << 20;                    // a process's output pipes (fewer wake-ups both sides)
+constexpr int attachment_buffer_bytes = 1 << 20;       // the supervisor's send buffer of an attachment
 constexpr std::uint64_t default_wait_ms = 30'000;
 constexpr std::uint64_t max_wait_ms = 24ull * 3600 * 1000;
 
@@ -96,6 +98,8 @@ void supervisor::make_process_streams(const control::spawn_request& request, spa
   check_sys(::pipe2(err, O_CLOEXEC), "pipe2(stderr)");
   unique_fd err_read(err[0]), err_write(err[1]);
   check_sys(::fcntl(out_read.get(), F_SETFL, O_NONBLOCK), "fcntl(stdout pipe, F_SETFL, O_NONBLOCK)");
+  (void)::fcntl(out_read.get(), F_SETPIPE_SZ, pipe_bytes);  // a smaller one where the system allows no more
+  (void)::fcntl(err_read.get(), F_SETPIPE_SZ, pipe_bytes);
   check_sys(::fcntl(err_read.get(), F_SETFL, O_NONBLOCK), "fcntl(stderr pipe, F_SETFL, O_NONBLOCK)");
   spec.stdout_fd = out_write.get();
   spec.stderr_fd = err_write.get();
@@ -237,6 +241,7 @@ control::reply supervisor::do_attach(const json& message) {
   check_sys(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair), "socketpair(AF_UNIX)");
   unique_fd mine(pair[0]);
   unique_fd theirs(pair[1]);
+  (void)::setsockopt(mine.get(), SOL_SOCKET, SO_SNDBUF, &attachment_buffer_bytes, sizeof attachment_buffer_bytes);
   const int fd = mine.get();
   attachment& a = attachments_[fd];
   a.socket = std::move(mine);

@@ -25,7 +25,7 @@ test_packages=(
   python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
   clang-14 libclang-rt-14-dev clang-format clang-tidy
   chromium fonts-dejavu-core openssl python3-ipywidgets jupyter-nbextension-jupyter-js-widgets
-  haproxy
+  haproxy tmux
 )
 
 # Installs the named Debian packages that are not installed yet.

@@ -30,7 +30,7 @@ domain_error fs_error(const ctl::reply& r) {
   const int code = r.data.is_object() ? r.data.value("errno", 0) : 0;
   switch (code) {
     case ENOENT:
-      return {fault::not_found, r.error};
+      return {fault::not_found, r.error, "no_such_path"};  // not the sandbox's own 404
     case EACCES:
     case EPERM:
     case EROFS:
@@ -198,7 +198,10 @@ void router::fs_rename(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
 void router::fs_delete(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
   auto path = fs_path(ctx, "path");
   if (!path) return;
-  json op = {{"op", "file_delete"}, {"path", *path}, {"recursive", truthy(ctx.query, "recursive", false)}};
+  json op = {{"op", "file_delete"},
+             {"path", *path},
+             {"recursive", truthy(ctx.query, "recursive", false)},
+             {"files_only", truthy(ctx.query, "files_only", false)}};
   auto self = ctx.shared_from_this();
   ask_files(ctx, s, std::move(op), [this, self, s, path = *path](const json&) {
     audit(*self, "fs.delete", {{"sandbox_id", s->id}, {"path", path}});

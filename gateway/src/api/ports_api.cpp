@@ -10,6 +10,7 @@
 #include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
+#include <jupyter_protocol/message.hpp>
 
 #include <boost/url.hpp>
 
@@ -245,9 +246,13 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
   }
   url = base + "?" + std::string(token_parameter) + "=" + token;
   audit(ctx, "port.url", {{"sandbox_id", s->id}, {"port", p}, {"route", route}, {"expires_at", expires_at}});
-  ctx.reply(ctx.json(http::status::created,
-                     {{"url", url}, {"base_url", base}, {"token", token}, {"port", p}, {"route", route},
-                      {"expires_at", expires_at}}));
+  const auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(expires_at));
+  ctx.reply(ctx.json(http::status::created, {{"url", url},
+                                             {"base_url", base},
+                                             {"token", token},
+                                             {"port", p},
+                                             {"route", route},
+                                             {"expires_at", protocol::iso8601(expires)}}));
 }
 
 }  // namespace sandgate::gateway

@@ -63,6 +63,7 @@ void process_session<Stream>::run(beast::http::request<beast::http::string_body>
   beast::get_lowest_layer(ws_).expires_never();
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.read_message_max(max_client_message_bytes);
+  ws_.auto_fragment(false);  // a message goes out as one frame, not in write-buffer-sized pieces
   ws_.set_option(websocket::stream_base::decorator(
       [](websocket::response_type& res) { res.set(beast::http::field::server, "sandgate"); }));
   ws_.async_accept(req, [self = this->shared_from_this()](beast::error_code ec) { self->on_accept(ec); });

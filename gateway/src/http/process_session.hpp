@@ -67,7 +67,7 @@ class process_session final : public std::enable_shared_from_this<process_sessio
   std::string process_id_;
   ws_limits limits_;
   boost::beast::flat_buffer client_buffer_;
-  std::array<char, 64 * 1024> attachment_buffer_{};
+  std::array<char, 256 * 1024> attachment_buffer_{};
   sandboxing::process_stream::frame_decoder decoder_;
   struct out_message {
     std::string payload;

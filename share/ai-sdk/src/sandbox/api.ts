@@ -63,7 +63,7 @@ export interface PortUrl {
 
 /** A 404 about a path in the sandbox, as opposed to one about the sandbox (unknown, or gone). */
 export function isMissingPath(e: unknown): boolean {
-  return e instanceof SandgateError && e.status === 404 && e.reason === 'Not Found' && !e.message.startsWith('Sandbox does not exist');
+  return e instanceof SandgateError && e.status === 404 && e.reason === 'no_such_path';
 }
 
 function seg(id: string): string {
@@ -124,8 +124,10 @@ export class SandboxApi {
   }
 
   /** `DELETE /fs`: a file, a link, or an empty directory. */
+  /** `DELETE /fs`: a file or link; a directory is refused (409) by the gateway itself. */
   async remove(path: string, signal?: AbortSignal): Promise<void> {
-    await request(this.http, 'DELETE', `${this.base}/fs?${new URLSearchParams({ path })}`, { signal, timeoutMs: this.timeoutMs });
+    const query = new URLSearchParams({ path, files_only: 'true' });
+    await request(this.http, 'DELETE', `${this.base}/fs?${query}`, { signal, timeoutMs: this.timeoutMs });
   }
 
   // --- Processes -------------------------------------------------------------

@@ -165,9 +165,6 @@ export class SandgateSandboxSession implements HarnessV1NetworkSandboxSession, S
   /** Deletes a file or a link (not its target); false when there is none; a directory is refused. */
   async deleteFile({ path, abortSignal }: Options<'deleteFile'>): Promise<boolean> {
     const abs = this.resolvePath(path);
-    const s = await this.api.stat(abs, false, abortSignal).catch(nullIfMissing<never>);
-    if (!s) return false;
-    if (s.type === 'directory') throw new SandgateError(409, 'Conflict', `delete ${abs}: Is a directory`);
     try {
       await this.api.remove(abs, abortSignal);
       return true;
