@@ -60,7 +60,8 @@ struct stream_process {
   std::optional<control::exit_event> exit;  // once it ended and its output was read to the end
   std::vector<int> attachments;             // their sockets, keys of supervisor::attachments_
 
-  explicit stream_process(std::uint64_t buffer_bytes) : rings{output_ring(buffer_bytes), output_ring(buffer_bytes)} {}
+  explicit stream_process(std::uint64_t buffer_bytes)
+      : rings{output_ring(buffer_bytes), output_ring(buffer_bytes)} {}
 };
 
 }  // namespace sandgate::sandboxing::detail

@@ -11,10 +11,10 @@
 #include <grp.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,8 +57,8 @@ std::int64_t mtime_ms(const struct stat& st) {
 }
 
 json stat_json(const struct stat& st) {
-  return {{"type", type_of(st.st_mode)}, {"size", st.st_size},       {"mode", st.st_mode & 07777},
-          {"mtime_ms", mtime_ms(st)},    {"uid", st.st_uid},          {"gid", st.st_gid}};
+  return {{"type", type_of(st.st_mode)}, {"size", st.st_size}, {"mode", st.st_mode & 07777},
+          {"mtime_ms", mtime_ms(st)},    {"uid", st.st_uid},   {"gid", st.st_gid}};
 }
 
 // The path as the sandbox sees it: absolute as given, relative to /workspace.
@@ -67,7 +67,8 @@ std::string sandbox_path(const json& message, const char* field) {
   if (path.empty() || path.size() > max_path_bytes || path.find('\0') != std::string::npos)
     throw file_error{EINVAL, std::string(field) + " must be a path of 1 to 4096 bytes without NUL"};
   if (path.front() != '/') path = "/workspace/" + path;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
   return path;
 }
 
@@ -116,7 +117,8 @@ void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw file_error{errno, std::string("write(memfd): ") + std::generic_category().message(errno)};
+    if (n <= 0)
+      throw file_error{errno, std::string("write(memfd): ") + std::generic_category().message(errno)};
     data.remove_prefix(static_cast<std::size_t>(n));
   }
 }
@@ -300,22 +302,29 @@ control::reply supervisor::do_file(const json& message) {
       write_all(out.get(), entries.dump(-1, ' ', false, json::error_handler_t::replace));
       const auto size = ::lseek(out.get(), 0, SEEK_CUR);
       ::lseek(out.get(), 0, SEEK_SET);
-      result.data = {{"size", size}, {"count", entries.size()}, {"truncated", truncated}, {"fd", hand_out(std::move(out))}};
+      result.data = {{"size", size},
+                     {"count", entries.size()},
+                     {"truncated", truncated},
+                     {"fd", hand_out(std::move(out))}};
     } else if (op == "file_create") {
       const auto path = sandbox_path(message, "path");
       const auto slash = path.rfind('/');
       const std::string name = path.substr(slash + 1);
-      if (name.empty() || name == "." || name == "..") throw file_error{EINVAL, "write " + path + ": not a file name"};
+      if (name.empty() || name == "." || name == "..")
+        throw file_error{EINVAL, "write " + path + ": not a file name"};
       const std::string parent_path = slash == 0 ? "/" : path.substr(0, slash);
-      unique_fd parent = message.value("parents", true) ? make_dirs(parent_path) : open_path(parent_path, O_PATH | O_DIRECTORY);
+      unique_fd parent = message.value("parents", true) ? make_dirs(parent_path)
+                                                        : open_path(parent_path, O_PATH | O_DIRECTORY);
       if (!parent) fail(errno, "write", path);
       struct stat st {};
-      if (::fstatat(parent.get(), name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) fail(EISDIR, "write", path);
+      if (::fstatat(parent.get(), name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode))
+        fail(EISDIR, "write", path);
       static std::mt19937_64 random{std::random_device{}()};
       char suffix[17];
       std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
       const std::string temp = std::string(temp_prefix) + suffix;
-      unique_fd fd(::openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+      unique_fd fd(
+          ::openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
       if (!fd) fail(errno, "write", path);
       const std::string key = parent_path + "/" + temp;
       if (uploads_.size() >= 64) {  // the oldest unfinished one goes
@@ -357,7 +366,8 @@ control::reply supervisor::do_file(const json& message) {
       const auto path = sandbox_path(message, "path");
       const auto where = split(path, "delete");
       struct stat st {};
-      if (::fstatat(where.dir.get(), where.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) fail(errno, "delete", path);
+      if (::fstatat(where.dir.get(), where.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        fail(errno, "delete", path);
       if (S_ISDIR(st.st_mode) && message.value("files_only", false)) fail(EISDIR, "delete", path);
       if (S_ISDIR(st.st_mode) && !message.value("recursive", false)) {
         if (::unlinkat(where.dir.get(), where.name.c_str(), AT_REMOVEDIR) != 0) fail(errno, "delete", path);
@@ -390,14 +400,19 @@ json supervisor::listening_ports() const {
       char local[64] = {};
       unsigned port = 0, state = 0;
       // "  0: 0100007F:0BB8 00000000:0000 0A ..."
-      if (std::sscanf(line, " %*d: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", local, &port, &state) != 3) continue;
+      if (std::sscanf(line, " %*d: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", local, &port, &state) != 3)
+        continue;
       if (state != 0x0A) continue;  // TCP_LISTEN
       const std::string hex(local);
       std::string address = "other";
-      if (hex == "0100007F") address = "127.0.0.1";
-      else if (hex == "00000000") address = "0.0.0.0";
-      else if (hex == "00000000000000000000000001000000") address = "::1";
-      else if (hex == "00000000000000000000000000000000") address = "::";
+      if (hex == "0100007F")
+        address = "127.0.0.1";
+      else if (hex == "00000000")
+        address = "0.0.0.0";
+      else if (hex == "00000000000000000000000001000000")
+        address = "::1";
+      else if (hex == "00000000000000000000000000000000")
+        address = "::";
       if (seen.insert({port, address}).second) out.push_back({{"port", port}, {"address", address}});
     }
     std::fclose(f);

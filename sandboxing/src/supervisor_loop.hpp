@@ -110,7 +110,8 @@ class supervisor {
   // Queues stdin for the process; false (nothing queued) when it takes none,
   // or, `bounded`, no more now (an attachment's is always taken: its socket
   // is not read while the queue is full, which bounds it).
-  bool queue_stdin(stream_process& p, std::string_view bytes, bool close_after, bool bounded, std::string& error);
+  bool queue_stdin(stream_process& p, std::string_view bytes, bool close_after, bool bounded,
+                   std::string& error);
   void feed_process_stdin(stream_process& p);
   void close_process_stdin(stream_process& p);
   void resize(stream_process& p, std::uint16_t cols, std::uint16_t rows);
@@ -161,8 +162,8 @@ class supervisor {
   std::map<pid_t, std::string> names_;                // pids of named children still running
   std::map<int, child_fd> child_fds_;                 // children's pipes in the epoll set
   std::deque<std::pair<std::string, std::string>>
-      lingering_;                 // (id, cgroup) of ended children with processes left
-  std::deque<json> undelivered_;  // exit events while no gateway was connected
+      lingering_;                                    // (id, cgroup) of ended children with processes left
+  std::deque<json> undelivered_;                     // exit events while no gateway was connected
   std::map<std::string, stream_process> processes_;  // the process API's, running and ended
   std::map<int, attachment> attachments_;            // by the supervisor's socket
   std::map<int, unique_fd> handoffs_;                // descriptors for the gateway, until it copied them
@@ -172,7 +173,7 @@ class supervisor {
     std::string name;  // the name it takes when committed
   };
   std::map<std::string, upload> uploads_;  // uploads in progress, by a key of the parent path and temp name
-  std::map<int, std::string> process_stdin_fds_;     // a process's stdin writer -> its id
+  std::map<int, std::string> process_stdin_fds_;  // a process's stdin writer -> its id
   struct pending_wait {
     std::uint64_t req = 0;
     std::string id;

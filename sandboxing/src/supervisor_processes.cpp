@@ -30,8 +30,8 @@ namespace {
 namespace ps = process_stream;
 
 constexpr std::size_t read_chunk_bytes = 256u << 10;  // a read of a process's pipe, a frame at most
-constexpr int pipe_bytes = 1 << 20;                    // a process's output pipes (fewer wake-ups both sides)
-constexpr int attachment_buffer_bytes = 1 << 20;       // the supervisor's send buffer of an attachment
+constexpr int pipe_bytes = 1 << 20;                   // a process's output pipes (fewer wake-ups both sides)
+constexpr int attachment_buffer_bytes = 1 << 20;      // the supervisor's send buffer of an attachment
 constexpr std::uint64_t default_wait_ms = 30'000;
 constexpr std::uint64_t max_wait_ms = 24ull * 3600 * 1000;
 
@@ -69,14 +69,16 @@ std::uint64_t supervisor::ring_bytes() const {
 }
 
 void supervisor::make_process_streams(const control::spawn_request& request, spawn_spec& spec,
-                                      supervised_child& c, stream_process& p, std::vector<unique_fd>& child_ends) {
+                                      supervised_child& c, stream_process& p,
+                                      std::vector<unique_fd>& child_ends) {
   const auto& options = *request.streams;
   if (options.pty) {
     unique_fd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
     if (!master) throw sys_error("posix_openpt(O_RDWR|O_NOCTTY)", errno);
     check_sys(::unlockpt(master.get()), "unlockpt(pty)");
     char name[128];
-    if (const int rc = ::ptsname_r(master.get(), name, sizeof name); rc != 0) throw sys_error("ptsname_r", rc);
+    if (const int rc = ::ptsname_r(master.get(), name, sizeof name); rc != 0)
+      throw sys_error("ptsname_r", rc);
     unique_fd slave(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
     if (!slave) throw sys_error(std::string("open(") + name + ")", errno);
     // The sandbox user's terminal: programs that open /dev/tty again (less, vim, a password prompt) may.
@@ -238,15 +240,18 @@ control::reply supervisor::do_attach(const json& message) {
     return result;
   }
   int pair[2];
-  check_sys(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair), "socketpair(AF_UNIX)");
+  check_sys(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair),
+            "socketpair(AF_UNIX)");
   unique_fd mine(pair[0]);
   unique_fd theirs(pair[1]);
-  (void)::setsockopt(mine.get(), SOL_SOCKET, SO_SNDBUF, &attachment_buffer_bytes, sizeof attachment_buffer_bytes);
+  (void)::setsockopt(mine.get(), SOL_SOCKET, SO_SNDBUF, &attachment_buffer_bytes,
+                     sizeof attachment_buffer_bytes);
   const int fd = mine.get();
   attachment& a = attachments_[fd];
   a.socket = std::move(mine);
   a.process = p.id;
-  json attached = {{"event", "attached"}, {"id", p.id}, {"pty", p.options.pty.has_value()}, {"running", !p.exit}};
+  json attached = {
+      {"event", "attached"}, {"id", p.id}, {"pty", p.options.pty.has_value()}, {"running", !p.exit}};
   const json since = message.value("since", json::array());
   for (int stream = 0; stream < 2; ++stream) {
     const output_ring& ring = p.rings[stream];
@@ -325,7 +330,8 @@ void supervisor::pump_attachment(int fd) {
       if (a.out.empty()) break;
       moved = true;
     }
-    const ssize_t n = ::send(fd, a.out.data() + a.out_sent, a.out.size() - a.out_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n =
+        ::send(fd, a.out.data() + a.out_sent, a.out.size() - a.out_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       a.out_sent += static_cast<std::size_t>(n);
       continue;
@@ -384,7 +390,8 @@ void supervisor::on_attachment(int fd, std::uint32_t events) {
     if (bad) return close_attachment(fd);
     if (p.stdin_pending.size() >= max_process_stdin_bytes)
       for (const int other : p.attachments)
-        set_interest(attachments_.at(other), attachments_.at(other).interest & ~static_cast<std::uint32_t>(EPOLLIN));
+        set_interest(attachments_.at(other),
+                     attachments_.at(other).interest & ~static_cast<std::uint32_t>(EPOLLIN));
   }
 }
 
@@ -431,7 +438,8 @@ bool supervisor::queue_stdin(stream_process& p, std::string_view bytes, bool clo
   if (close_after) {
     if (p.options.pty) {
       termios modes{};
-      const char eof = ::tcgetattr(p.stdin_fd.get(), &modes) == 0 ? static_cast<char>(modes.c_cc[VEOF]) : '\x04';
+      const char eof =
+          ::tcgetattr(p.stdin_fd.get(), &modes) == 0 ? static_cast<char>(modes.c_cc[VEOF]) : '\x04';
       p.stdin_pending += eof;  // a terminal ends input with its end-of-file character
     } else {
       p.stdin_close_after = true;
@@ -444,7 +452,8 @@ bool supervisor::queue_stdin(stream_process& p, std::string_view bytes, bool clo
 void supervisor::feed_process_stdin(stream_process& p) {
   std::size_t written = 0;
   while (p.stdin_fd && written < p.stdin_pending.size()) {
-    const ssize_t n = ::write(p.stdin_fd.get(), p.stdin_pending.data() + written, p.stdin_pending.size() - written);
+    const ssize_t n =
+        ::write(p.stdin_fd.get(), p.stdin_pending.data() + written, p.stdin_pending.size() - written);
     if (n > 0) {
       written += static_cast<std::size_t>(n);
       continue;

@@ -68,12 +68,14 @@ bool truthy(const std::map<std::string, std::string>& query, const char* key, bo
 std::optional<std::string> router::fs_path(context& ctx, const char* key) {
   const auto it = ctx.query.find(key);
   if (it == ctx.query.end() || it->second.empty()) {
-    ctx.reply(ctx.error(http::status::bad_request, std::string("\"") + key + "\" (a path in the sandbox) is required"));
+    ctx.reply(ctx.error(http::status::bad_request,
+                        std::string("\"") + key + "\" (a path in the sandbox) is required"));
     return std::nullopt;
   }
   if (it->second.size() > max_path_bytes || it->second.find('\0') != std::string::npos) {
-    ctx.reply(ctx.error(http::status::bad_request,
-                        std::string("\"") + key + "\" must be a path of at most 4096 bytes without NUL bytes"));
+    ctx.reply(
+        ctx.error(http::status::bad_request,
+                  std::string("\"") + key + "\" must be a path of at most 4096 bytes without NUL bytes"));
     return std::nullopt;
   }
   return it->second;
@@ -110,18 +112,21 @@ void router::fs_read(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
   const bool lines = ctx.query.contains("start_line") || ctx.query.contains("end_line");
   if (lines) {
     std::uint64_t first = 1, last = std::numeric_limits<std::uint64_t>::max();
-    for (const auto& [key, out] : {std::pair<const char*, std::uint64_t*>{"start_line", &first}, {"end_line", &last}}) {
+    for (const auto& [key, out] :
+         {std::pair<const char*, std::uint64_t*>{"start_line", &first}, {"end_line", &last}}) {
       const auto it = ctx.query.find(key);
       if (it == ctx.query.end()) continue;
       char* end = nullptr;
       errno = 0;
       const auto value = std::strtoull(it->second.c_str(), &end, 10);
       if (it->second.empty() || *end != '\0' || it->second[0] == '-' || errno != 0 || value == 0)
-        return ctx.reply(ctx.error(http::status::bad_request, std::string("\"") + key + "\" must be a line number from 1"));
+        return ctx.reply(ctx.error(http::status::bad_request,
+                                   std::string("\"") + key + "\" must be a line number from 1"));
       *out = value;
     }
     if (last < first)
-      return ctx.reply(ctx.error(http::status::bad_request, "\"end_line\" must not be before \"start_line\""));
+      return ctx.reply(
+          ctx.error(http::status::bad_request, "\"end_line\" must not be before \"start_line\""));
     op = {{"op", "file_lines"}, {"path", *path}, {"start", first}, {"end", last}};
   }
   auto self = ctx.shared_from_this();
@@ -186,8 +191,10 @@ void router::fs_rename(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
   const auto& to = body->value("to", json());
   if (!from.is_string() || !to.is_string() || from.get_ref<const std::string&>().empty() ||
       to.get_ref<const std::string&>().empty())
-    return ctx.reply(ctx.error(http::status::bad_request, "\"from\" and \"to\" must be paths in the sandbox"));
-  json op = {{"op", "file_rename"}, {"from", from}, {"to", to}, {"overwrite", body->value("overwrite", false)}};
+    return ctx.reply(
+        ctx.error(http::status::bad_request, "\"from\" and \"to\" must be paths in the sandbox"));
+  json op = {
+      {"op", "file_rename"}, {"from", from}, {"to", to}, {"overwrite", body->value("overwrite", false)}};
   auto self = ctx.shared_from_this();
   ask_files(ctx, s, std::move(op), [this, self, s, from, to](const json&) {
     audit(*self, "fs.rename", {{"sandbox_id", s->id}, {"from", from}, {"to", to}});
@@ -233,7 +240,8 @@ void router::begin_fs_upload(const http::request_header<>& header, responder res
   const auto token = ctx->query.count("token") ? ctx->query["token"] : std::string();
   if (auto rejection = authenticate(ctx->req, token, ctx->who)) return reject(std::move(*rejection));
   const auto& p = ctx->parts;
-  std::shared_ptr<sandbox_entry> s = p.size() == 4 && is_uuid(p[2]) ? kernels_.sandboxes().find(p[2]) : nullptr;
+  std::shared_ptr<sandbox_entry> s =
+      p.size() == 4 && is_uuid(p[2]) ? kernels_.sandboxes().find(p[2]) : nullptr;
   if (s && s->pooled) s = nullptr;
   if (!s || !ctx->who.sees(s->owner))
     return reject(ctx->not_found("Sandbox does not exist: " + (p.size() > 2 ? p[2] : ""),
@@ -241,11 +249,12 @@ void router::begin_fs_upload(const http::request_header<>& header, responder res
   const auto path = ctx->query.find("path");
   if (path == ctx->query.end() || path->second.empty() || path->second.size() > max_path_bytes ||
       path->second.find('\0') != std::string::npos)
-    return reject(ctx->error(http::status::bad_request, "\"path\" (a path in the sandbox, without NUL) is required"));
+    return reject(
+        ctx->error(http::status::bad_request, "\"path\" (a path in the sandbox, without NUL) is required"));
   json op = {{"op", "file_create"}, {"path", path->second}, {"parents", truthy(ctx->query, "parents", true)}};
   s->touch();
   s->box->call(std::move(op), [this, ctx, s, name = path->second, respond = std::move(respond), ready,
-                                reject](const ctl::reply& r) mutable {
+                               reject](const ctl::reply& r) mutable {
     if (!r.ok) return reject(ctx->error(fs_error(r)));
     const int n = r.data.value("fd", -1);
     std::string error;
@@ -274,20 +283,22 @@ void router::finish_fs_upload(const std::shared_ptr<upload_job>& job, boost::bea
   auto& s = job->sandbox;
   if (ec) {
     abort_upload(job);
-    const domain_error err = ec.category() == boost::system::generic_category()
-                                 ? errno_file_error(ec.value(), "write", job->fs_path)
-                                 : domain_error{fault::invalid, "The upload did not complete: " + ec.message()};
+    const domain_error err =
+        ec.category() == boost::system::generic_category()
+            ? errno_file_error(ec.value(), "write", job->fs_path)
+            : domain_error{fault::invalid, "The upload did not complete: " + ec.message()};
     return ctx->reply(ctx->error(err));
   }
   struct stat st {};
   ::fstat(job->fs_file.get(), &st);
   job->fs_file.reset();
-  s->box->call({{"op", "file_commit"}, {"temp", job->fs_temp}, {"path", job->fs_path}},
-               [this, ctx, job, size = st.st_size](const ctl::reply& r) {
-                 if (!r.ok) return ctx->reply(ctx->error(fs_error(r)));
-                 audit(*ctx, "fs.write", {{"sandbox_id", job->sandbox->id}, {"path", job->fs_path}, {"size", size}});
-                 ctx->reply(ctx->json(http::status::created, {{"path", job->fs_path}, {"size", size}}));
-               });
+  s->box->call(
+      {{"op", "file_commit"}, {"temp", job->fs_temp}, {"path", job->fs_path}},
+      [this, ctx, job, size = st.st_size](const ctl::reply& r) {
+        if (!r.ok) return ctx->reply(ctx->error(fs_error(r)));
+        audit(*ctx, "fs.write", {{"sandbox_id", job->sandbox->id}, {"path", job->fs_path}, {"size", size}});
+        ctx->reply(ctx->json(http::status::created, {{"path", job->fs_path}, {"size", size}}));
+      });
 }
 
 }  // namespace sandgate::gateway

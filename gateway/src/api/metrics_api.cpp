@@ -121,7 +121,8 @@ void router::get_metrics(context& ctx) {
            std::to_string(it == m.connection_timeouts.end() ? 0 : it->second) + "\n";
   }
   out +=
-      "# HELP sandgate_port_connections_total Connections the gateway made to ports of sandboxes, by outcome.\n"
+      "# HELP sandgate_port_connections_total Connections the gateway made to ports of sandboxes, by "
+      "outcome.\n"
       "# TYPE sandgate_port_connections_total counter\n";
   for (const char* outcome : {"connected", "refused", "failed"}) {
     const auto it = m.port_connections.find(outcome);

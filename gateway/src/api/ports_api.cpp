@@ -90,9 +90,10 @@ std::optional<router::port_target> router::port_target_of(const http::request_he
   if (id_end == std::string_view::npos || path.substr(id_end, 7) != "/ports/") return std::nullopt;
   const auto port_start = id_end + 7;
   const auto port_end = path.find('/', port_start);
-  const auto port_text = path.substr(port_start, port_end == std::string_view::npos ? std::string_view::npos
-                                                                                     : port_end - port_start);
-  if (port_text.empty() || port_text.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  const auto port_text = path.substr(
+      port_start, port_end == std::string_view::npos ? std::string_view::npos : port_end - port_start);
+  if (port_text.empty() || port_text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
   port_target t;
   t.sandbox_id = std::string(path.substr(prefix.size(), id_end - prefix.size()));
   t.valid_port = port_number(port_text);
@@ -110,11 +111,13 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
                                                                       const port_target& t, bool tls) {
   const request req{http::request_header<>(header)};
   auto fail = [&](http::status st, std::string reason, std::string message) {
-    auto res = error_response_with_reason(st, std::move(reason), std::move(message), req.version(), req.keep_alive());
+    auto res = error_response_with_reason(st, std::move(reason), std::move(message), req.version(),
+                                          req.keep_alive());
     return res;
   };
   if (!t.valid_port) return fail(http::status::bad_request, "bad_port", "A port is a number from 1 to 65535");
-  std::shared_ptr<sandbox_entry> s = is_uuid(t.sandbox_id) ? kernels_.sandboxes().find(t.sandbox_id) : nullptr;
+  std::shared_ptr<sandbox_entry> s =
+      is_uuid(t.sandbox_id) ? kernels_.sandboxes().find(t.sandbox_id) : nullptr;
   if (s && s->pooled) s = nullptr;
   // Who may: the owner's token in a header, or the port's signed token (query, then cookie).
   port_grant grant;
@@ -130,7 +133,8 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
           if (p.key == token_parameter) {
             query_token = p.value;
           } else {
-            rest += (rest.empty() ? "" : "&") + std::string(p.key) + (p.has_value ? "=" + std::string(p.value) : "");
+            rest += (rest.empty() ? "" : "&") + std::string(p.key) +
+                    (p.has_value ? "=" + std::string(p.value) : "");
           }
         }
         target = target.substr(0, q) + (rest.empty() ? "" : "?" + rest);
@@ -158,7 +162,9 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
   if (!s) return fail(http::status::not_found, "not_found", "Sandbox does not exist: " + t.sandbox_id);
   if (t.target.empty()) {  // /…/ports/3000 → /…/ports/3000/, so the page's relative links resolve below it
     response res{http::status::permanent_redirect, req.version()};
-    res.set(http::field::location, t.prefix + "/" + (query_token.empty() ? "" : "?" + std::string(token_parameter) + "=" + query_token));
+    res.set(
+        http::field::location,
+        t.prefix + "/" + (query_token.empty() ? "" : "?" + std::string(token_parameter) + "=" + query_token));
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
     return res;
@@ -167,15 +173,16 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
   // the URL is cleaned of it; other clients (a program, a WebSocket) may send it with every request.
   const auto mode = req["Sec-Fetch-Mode"];
   const bool navigation = mode == "navigate" || (mode.empty() && req[http::field::accept].find("text/html") !=
-                                                                      boost::beast::string_view::npos);
+                                                                     boost::beast::string_view::npos);
   if (signed_ok && navigation && (req.method() == http::verb::get || req.method() == http::verb::head) &&
       req.find(http::field::upgrade) == req.end()) {
     const auto expires = query_token.substr(0, query_token.find('.'));
     const auto max_age = std::max<std::int64_t>(0, std::stoll(expires) - now);
     response res{http::status::see_other, req.version()};
     res.set(http::field::location, t.prefix + target);
-    res.set(http::field::set_cookie, std::string(cookie_name) + "=" + query_token + "; Max-Age=" +
-                                         std::to_string(max_age) + "; Path=" + (t.prefix.empty() ? "/" : t.prefix + "/") +
+    res.set(http::field::set_cookie, std::string(cookie_name) + "=" + query_token +
+                                         "; Max-Age=" + std::to_string(max_age) +
+                                         "; Path=" + (t.prefix.empty() ? "/" : t.prefix + "/") +
                                          "; HttpOnly; SameSite=Lax" + (tls ? "; Secure" : ""));
     res.set(http::field::cache_control, "no-store");
     res.keep_alive(req.keep_alive());
@@ -192,7 +199,8 @@ std::variant<router::port_grant, router::response> router::admit_port(const http
   return grant;
 }
 
-void router::note_port_connection(const port_grant& g, const std::string& outcome, const std::string& client) {
+void router::note_port_connection(const port_grant& g, const std::string& outcome,
+                                  const std::string& client) {
   ++gateway_metrics().port_connections[outcome];
   audit_.record("port.connect", g.principal,
                 {{"sandbox_id", g.sandbox->id}, {"port", g.port}, {"outcome", outcome}, {"client", client}});
@@ -237,12 +245,12 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
   std::string base;
   if (route == "host") {
     const auto colon = authority.rfind(':');
-    const std::string gateway_port = colon != std::string::npos && authority.find(']') == std::string::npos
-                                         ? authority.substr(colon)
-                                         : "";
+    const std::string gateway_port =
+        colon != std::string::npos && authority.find(']') == std::string::npos ? authority.substr(colon) : "";
     base = scheme + "://" + std::to_string(p) + "-" + s->id + "." + cfg_.ports_domain + gateway_port + "/";
   } else {
-    base = scheme + "://" + authority + cfg_.base_url + "api/sandboxes/" + s->id + "/ports/" + std::to_string(p) + "/";
+    base = scheme + "://" + authority + cfg_.base_url + "api/sandboxes/" + s->id + "/ports/" +
+           std::to_string(p) + "/";
   }
   url = base + "?" + std::string(token_parameter) + "=" + token;
   audit(ctx, "port.url", {{"sandbox_id", s->id}, {"port", p}, {"route", route}, {"expires_at", expires_at}});

@@ -128,16 +128,18 @@ void router::signal_process(context& ctx, const std::string& sandbox_id, const s
   if (!body) return ctx.reply(ctx.error(http::status::bad_request, error));
   const auto sig = signal_number(body->value("signal", json()));
   if (!sig)
-    return ctx.reply(ctx.error(http::status::bad_request,
-                               "\"signal\" must name a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2, ...) or be "
-                               "its number"));
+    return ctx.reply(
+        ctx.error(http::status::bad_request,
+                  "\"signal\" must name a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2, ...) or be "
+                  "its number"));
   // The process must be there: the supervisor's signal op names a running child.
   auto self = ctx.shared_from_this();
-  ask_supervisor(ctx, s, {{"op", "signal"}, {"id", id}, {"signal", *sig}, {"group", true}}, id,
-                 [this, self, s, id, sig = *sig](const json&) {
-                   audit(*self, "process.signal", {{"sandbox_id", s->id}, {"process_id", id}, {"signal", sig}});
-                   self->reply(self->empty(http::status::no_content));
-                 });
+  ask_supervisor(
+      ctx, s, {{"op", "signal"}, {"id", id}, {"signal", *sig}, {"group", true}}, id,
+      [this, self, s, id, sig = *sig](const json&) {
+        audit(*self, "process.signal", {{"sandbox_id", s->id}, {"process_id", id}, {"signal", sig}});
+        self->reply(self->empty(http::status::no_content));
+      });
 }
 
 void router::resize_process(context& ctx, const std::string& sandbox_id, const std::string& id) {
@@ -149,22 +151,27 @@ void router::resize_process(context& ctx, const std::string& sandbox_id, const s
   const json cols = body->value("cols", json());
   const json rows = body->value("rows", json());
   if (!valid_terminal_size(cols) || !valid_terminal_size(rows))
-    return ctx.reply(ctx.error(http::status::bad_request, "\"cols\" and \"rows\" must be integers from 1 to 10000"));
-  ask_supervisor(ctx, s, {{"op", "resize"}, {"id", id}, {"cols", cols}, {"rows", rows}}, id,
-                 [self = ctx.shared_from_this()](const json&) { self->reply(self->empty(http::status::no_content)); });
+    return ctx.reply(
+        ctx.error(http::status::bad_request, "\"cols\" and \"rows\" must be integers from 1 to 10000"));
+  ask_supervisor(
+      ctx, s, {{"op", "resize"}, {"id", id}, {"cols", cols}, {"rows", rows}}, id,
+      [self = ctx.shared_from_this()](const json&) { self->reply(self->empty(http::status::no_content)); });
 }
 
 void router::write_process_stdin(context& ctx, const std::string& sandbox_id, const std::string& id) {
   auto s = own_process(ctx, sandbox_id, id);
   if (!s) return;
   if (ctx.req.body().size() > max_stdin_request_bytes)
-    return ctx.reply(ctx.error(http::status::payload_too_large,
-                               "stdin is written at most 512 KiB a request (or through the attach WebSocket)"));
+    return ctx.reply(
+        ctx.error(http::status::payload_too_large,
+                  "stdin is written at most 512 KiB a request (or through the attach WebSocket)"));
   const auto close = ctx.query.find("close");
   const bool closing = close != ctx.query.end() && (close->second == "true" || close->second == "1");
-  json op = {{"op", "write_stdin"}, {"id", id}, {"data", ctl::base64_encode(ctx.req.body())}, {"close", closing}};
-  ask_supervisor(ctx, s, std::move(op), id,
-                 [self = ctx.shared_from_this()](const json&) { self->reply(self->empty(http::status::no_content)); });
+  json op = {
+      {"op", "write_stdin"}, {"id", id}, {"data", ctl::base64_encode(ctx.req.body())}, {"close", closing}};
+  ask_supervisor(ctx, s, std::move(op), id, [self = ctx.shared_from_this()](const json&) {
+    self->reply(self->empty(http::status::no_content));
+  });
 }
 
 void router::delete_process(context& ctx, const std::string& sandbox_id, const std::string& id) {
@@ -177,7 +184,8 @@ void router::delete_process(context& ctx, const std::string& sandbox_id, const s
   });
 }
 
-void router::admit_process(const request& req, std::function<void(std::variant<process_grant, response>)> done) {
+void router::admit_process(const request& req,
+                           std::function<void(std::variant<process_grant, response>)> done) {
   auto reject = [&](http::status st, std::string message) {
     done(error_response(st, std::move(message), req.version(), false));
   };
@@ -198,7 +206,8 @@ void router::admit_process(const request& req, std::function<void(std::variant<p
     return done(std::move(*res));
   }
   std::shared_ptr<sandbox_entry> s = is_uuid(sandbox_id) ? kernels_.sandboxes().find(sandbox_id) : nullptr;
-  if (!s || s->pooled || !who.sees(s->owner)) return reject(http::status::not_found, "Sandbox does not exist: " + sandbox_id);
+  if (!s || s->pooled || !who.sees(s->owner))
+    return reject(http::status::not_found, "Sandbox does not exist: " + sandbox_id);
   if (!valid_process_id(id)) return reject(http::status::not_found, "Process does not exist: " + id);
   json since = json::array({0, 0});
   for (const auto& [key, index] : {std::pair<const char*, int>{"since_stdout", 0}, {"since_stderr", 1}}) {

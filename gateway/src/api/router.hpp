@@ -143,10 +143,11 @@ class router {
     std::string sandbox_id;
     std::uint16_t port = 0;
     std::optional<std::uint16_t> valid_port;  // nothing: not a port number
-    std::string prefix;  // the path route's "…/ports/{port}", "" for the host route
+    std::string prefix;                       // the path route's "…/ports/{port}", "" for the host route
     std::string target;  // the request-target below it ("" when the path route's slash is missing)
   };
-  [[nodiscard]] std::optional<port_target> port_target_of(const boost::beast::http::request_header<>& header) const;
+  [[nodiscard]] std::optional<port_target> port_target_of(
+      const boost::beast::http::request_header<>& header) const;
   struct port_grant {
     std::shared_ptr<sandbox_entry> sandbox;
     std::uint16_t port = 0;
@@ -277,8 +278,8 @@ class router {
   void finish_fs_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
   // Sends an open regular file (`size` bytes; a Range request gets its part)
   // as the answer; `path` chooses its content type.
-  void serve_file(context& ctx, unique_fd fd, std::uint64_t size, std::int64_t mtime_s, const std::string& path,
-                  bool truncated = false);
+  void serve_file(context& ctx, unique_fd fd, std::uint64_t size, std::int64_t mtime_s,
+                  const std::string& path, bool truncated = false);
   // fs_api.cpp: the sandbox's whole file tree, through its supervisor. `what`:
   // "" (the content: GET, HEAD, DELETE), "stat", "list", "mkdir", "rename".
   void fs_request(context& ctx, const std::string& sandbox_id, const std::string& what);
@@ -321,7 +322,7 @@ class router {
   authenticator auth_;
   audit_log& audit_;
   std::shared_ptr<execution_audit> execution_audit_;
-  std::string openapi_;  // the document's text; empty when it could not be read
+  std::string openapi_;                   // the document's text; empty when it could not be read
   std::unique_ptr<port_urls> port_urls_;  // signs and checks ports' URLs
 };
 

@@ -112,13 +112,12 @@ void http_session<Stream>::on_header(beast::error_code ec) {
   };
   if (router_.is_upload(header_parser_->get())) {
     // The body waits in the connection until the upload's file is ready.
-    return router_.begin_upload(header_parser_->get(), respond,
-                                [self = this->shared_from_this()](router::upload_start start) {
-                                  if (start.rejection)
-                                    return self->read_upload(nullptr,
-                                                             http::message_generator(std::move(*start.rejection)));
-                                  self->read_upload(std::move(start.job));
-                                });
+    return router_.begin_upload(
+        header_parser_->get(), respond, [self = this->shared_from_this()](router::upload_start start) {
+          if (start.rejection)
+            return self->read_upload(nullptr, http::message_generator(std::move(*start.rejection)));
+          self->read_upload(std::move(start.job));
+        });
   }
   // A client without a valid token sends no body: it is answered now and the connection closes.
   if (header_parser_->chunked() || header_parser_->content_length().value_or(0) > 0)
@@ -158,33 +157,34 @@ void http_session<Stream>::read_upload_some() {
   body.data = upload_->buffer.data();
   body.size = upload_->buffer.size();
   beast::get_lowest_layer(stream_).expires_after(limits_.idle);
-  http::async_read_some(
-      stream_, buffer_, upload_->parser,
-      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-        auto& up = *self->upload_;
-        if (ec == http::error::need_buffer) ec = {};
-        const std::size_t n = up.buffer.size() - up.parser.get().body().size;
-        if (ec) return self->end_upload(ec);
-        const bool keep = up.job && !up.refusal && up.write_error == 0 && up.written + n <= up.job->max_bytes;
-        if (keep) {
-          for (std::size_t done = 0; done < n;) {
-            const auto w = ::write(up.job->file(), up.buffer.data() + done, n - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) {
-              up.write_error = errno;
-              break;
-            }
-            done += static_cast<std::size_t>(w);
-          }
-          up.written += n;
-        } else {
-          if (up.job && up.write_error == 0 && !up.refusal) up.write_error = EFBIG;
-          up.dropped += n;
-        }
-        if (up.parser.is_done()) return self->end_upload({});
-        if (up.dropped > max_dropped_upload_bytes) return self->end_upload(http::error::body_limit);
-        self->read_upload_some();
-      });
+  http::async_read_some(stream_, buffer_, upload_->parser,
+                        [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                          auto& up = *self->upload_;
+                          if (ec == http::error::need_buffer) ec = {};
+                          const std::size_t n = up.buffer.size() - up.parser.get().body().size;
+                          if (ec) return self->end_upload(ec);
+                          const bool keep = up.job && !up.refusal && up.write_error == 0 &&
+                                            up.written + n <= up.job->max_bytes;
+                          if (keep) {
+                            for (std::size_t done = 0; done < n;) {
+                              const auto w = ::write(up.job->file(), up.buffer.data() + done, n - done);
+                              if (w < 0 && errno == EINTR) continue;
+                              if (w < 0) {
+                                up.write_error = errno;
+                                break;
+                              }
+                              done += static_cast<std::size_t>(w);
+                            }
+                            up.written += n;
+                          } else {
+                            if (up.job && up.write_error == 0 && !up.refusal) up.write_error = EFBIG;
+                            up.dropped += n;
+                          }
+                          if (up.parser.is_done()) return self->end_upload({});
+                          if (up.dropped > max_dropped_upload_bytes)
+                            return self->end_upload(http::error::body_limit);
+                          self->read_upload_some();
+                        });
 }
 
 template <class Stream>
@@ -209,15 +209,16 @@ void http_session<Stream>::on_read(beast::error_code ec) {
     // The supervisor is asked for an attachment first; the stream waits here meanwhile.
     auto self = this->shared_from_this();
     auto shared_req = std::make_shared<router::request>(std::move(req));
-    router_.admit_process(*shared_req, [self, shared_req](std::variant<router::process_grant, router::response> admitted) {
-      if (auto* rejection = std::get_if<router::response>(&admitted))
-        return self->send(http::message_generator(std::move(*rejection)));
-      auto& grant = std::get<router::process_grant>(admitted);
-      std::make_shared<process_session<Stream>>(std::move(self->stream_), std::move(grant.sandbox),
-                                                std::move(grant.process_id), std::move(grant.attachment),
-                                                self->limits_.ws, std::move(self->place_))
-          ->run(std::move(*shared_req));
-    });
+    router_.admit_process(
+        *shared_req, [self, shared_req](std::variant<router::process_grant, router::response> admitted) {
+          if (auto* rejection = std::get_if<router::response>(&admitted))
+            return self->send(http::message_generator(std::move(*rejection)));
+          auto& grant = std::get<router::process_grant>(admitted);
+          std::make_shared<process_session<Stream>>(std::move(self->stream_), std::move(grant.sandbox),
+                                                    std::move(grant.process_id), std::move(grant.attachment),
+                                                    self->limits_.ws, std::move(self->place_))
+              ->run(std::move(*shared_req));
+        });
     return;
   }
   if (beast::websocket::is_upgrade(req)) {
@@ -248,41 +249,47 @@ void http_session<Stream>::proxy_port(router::port_target target) {
   auto grant = std::get<router::port_grant>(std::move(admitted));
   grant.rewrite.idle = limits_.idle;
   beast::error_code ec;
-  grant.rewrite.forwarded_for = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec).address().to_string();
+  grant.rewrite.forwarded_for =
+      beast::get_lowest_layer(stream_).socket().remote_endpoint(ec).address().to_string();
   if (upstream_ && upstream_->sandbox_id == grant.sandbox->id && upstream_->port == grant.port &&
       upstream_->socket.socket().is_open())
     return relay_port(std::move(grant), std::exchange(upstream_, nullptr));
   upstream_.reset();
   auto fail = [this, body, version = header_parser_->get().version()](http::status status, std::string reason,
-                                                                       std::string message) {
-    auto res = router::error_response_with_reason(status, std::move(reason), std::move(message), version, !body);
+                                                                      std::string message) {
+    auto res =
+        router::error_response_with_reason(status, std::move(reason), std::move(message), version, !body);
     header_parser_.reset();
     send(http::message_generator(std::move(res)));
   };
   std::string error;
   auto fd = grant.sandbox->box->port_socket(error);
-  if (!fd) return fail(http::status::conflict, "sandbox_unreachable", "The sandbox cannot be reached: " + error);
+  if (!fd)
+    return fail(http::status::conflict, "sandbox_unreachable", "The sandbox cannot be reached: " + error);
   boost::asio::ip::tcp::socket socket(stream_.get_executor());
   socket.assign(boost::asio::ip::tcp::v4(), fd.release(), ec);
-  if (ec) return fail(http::status::internal_server_error, "internal", "Cannot use the socket: " + ec.message());
+  if (ec)
+    return fail(http::status::internal_server_error, "internal", "Cannot use the socket: " + ec.message());
   auto up = std::make_shared<port_upstream>(std::move(socket));
   up->sandbox_id = grant.sandbox->id;
   up->port = grant.port;
   up->socket.expires_after(std::chrono::seconds(10));
   const boost::asio::ip::tcp::endpoint where(boost::asio::ip::make_address_v4("127.0.0.1"), grant.port);
-  up->socket.async_connect(where, [self = this->shared_from_this(), up, grant, fail](beast::error_code cec) mutable {
-    if (cec) {
-      self->router_.note_port_connection(grant, cec == boost::asio::error::connection_refused ? "refused" : "failed",
-                                         grant.rewrite.forwarded_for);
-      return fail(http::status::bad_gateway, "port_not_listening",
-                  "Nothing listens on port " + std::to_string(grant.port) + " in sandbox " + grant.sandbox->id +
-                      " (" + cec.message() + ")");
-    }
-    self->router_.note_port_connection(grant, "connected", grant.rewrite.forwarded_for);
-    beast::error_code ignored;
-    up->socket.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-    self->relay_port(std::move(grant), up);
-  });
+  up->socket.async_connect(
+      where, [self = this->shared_from_this(), up, grant, fail](beast::error_code cec) mutable {
+        if (cec) {
+          self->router_.note_port_connection(
+              grant, cec == boost::asio::error::connection_refused ? "refused" : "failed",
+              grant.rewrite.forwarded_for);
+          return fail(http::status::bad_gateway, "port_not_listening",
+                      "Nothing listens on port " + std::to_string(grant.port) + " in sandbox " +
+                          grant.sandbox->id + " (" + cec.message() + ")");
+        }
+        self->router_.note_port_connection(grant, "connected", grant.rewrite.forwarded_for);
+        beast::error_code ignored;
+        up->socket.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+        self->relay_port(std::move(grant), up);
+      });
 }
 
 template <class Stream>

@@ -20,7 +20,8 @@ std::string without_cookie(std::string_view cookies, const std::string& name) {
     cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
     while (!item.empty() && item.front() == ' ')
       item.remove_prefix(1);
-    if (item.empty() || (item.starts_with(name) && item.size() > name.size() && item[name.size()] == '=')) continue;
+    if (item.empty() || (item.starts_with(name) && item.size() > name.size() && item[name.size()] == '='))
+      continue;
     if (!out.empty()) out += "; ";
     out += item;
   }
@@ -34,9 +35,11 @@ bool expected(const error_code& ec) {
 }  // namespace
 
 template <class Stream>
-port_exchange<Stream>::port_exchange(std::shared_ptr<void> owner, Stream& client, beast::flat_buffer& client_buffer,
+port_exchange<Stream>::port_exchange(std::shared_ptr<void> owner, Stream& client,
+                                     beast::flat_buffer& client_buffer,
                                      http::request_parser<http::empty_body>&& head,
-                                     std::shared_ptr<port_upstream> upstream, port_rewrite rewrite, done_handler done)
+                                     std::shared_ptr<port_upstream> upstream, port_rewrite rewrite,
+                                     done_handler done)
     : owner_(std::move(owner)),
       client_(client),
       client_buffer_(client_buffer),
@@ -63,7 +66,8 @@ void port_exchange<Stream>::rewrite_head() {
     }
   }
   const auto prior = req["X-Forwarded-For"];
-  req.set("X-Forwarded-For", prior.empty() ? rewrite_.forwarded_for : std::string(prior) + ", " + rewrite_.forwarded_for);
+  req.set("X-Forwarded-For",
+          prior.empty() ? rewrite_.forwarded_for : std::string(prior) + ", " + rewrite_.forwarded_for);
   req.set("X-Forwarded-Proto", rewrite_.forwarded_proto);
   req.set("X-Forwarded-Host", req[http::field::host]);
   if (!rewrite_.forwarded_prefix.empty()) req.set("X-Forwarded-Prefix", rewrite_.forwarded_prefix);
@@ -101,18 +105,19 @@ void port_exchange<Stream>::request_body() {
   auto& body = request_.get().body();
   body.data = up_.data();
   body.size = up_.size();
-  http::async_read(client_, client_buffer_, request_, [self = this->shared_from_this()](error_code ec, std::size_t) {
-    if (!expected(ec)) return self->finish(false, false);
-    auto& b = self->request_.get().body();
-    b.size = self->up_.size() - b.size;
-    b.data = self->up_.data();
-    b.more = !self->request_.is_done();
-    http::async_write(self->upstream_->socket, *self->request_out_, [self](error_code wec, std::size_t) {
-      if (!expected(wec)) return self->finish(false, false);
-      if (self->request_out_->is_done()) return self->read_response_head();
-      self->request_body();
-    });
-  });
+  http::async_read(
+      client_, client_buffer_, request_, [self = this->shared_from_this()](error_code ec, std::size_t) {
+        if (!expected(ec)) return self->finish(false, false);
+        auto& b = self->request_.get().body();
+        b.size = self->up_.size() - b.size;
+        b.data = self->up_.data();
+        b.more = !self->request_.is_done();
+        http::async_write(self->upstream_->socket, *self->request_out_, [self](error_code wec, std::size_t) {
+          if (!expected(wec)) return self->finish(false, false);
+          if (self->request_out_->is_done()) return self->read_response_head();
+          self->request_body();
+        });
+      });
 }
 
 template <class Stream>
@@ -129,14 +134,15 @@ void port_exchange<Stream>::read_response_head() {
 template <class Stream>
 void port_exchange<Stream>::write_response_head() {
   response_out_.emplace(response_.get());
-  http::async_write_header(client_, *response_out_, [self = this->shared_from_this()](error_code ec, std::size_t) {
-    if (!expected(ec)) return self->finish(false, false);
-    if (self->response_.get().result() == http::status::switching_protocols) return self->tunnel();
-    if (self->response_.is_done()) return self->finish(self->request_.get().keep_alive() &&
-                                                           self->response_.get().keep_alive(),
-                                                       self->response_.get().keep_alive());
-    self->response_body();
-  });
+  http::async_write_header(
+      client_, *response_out_, [self = this->shared_from_this()](error_code ec, std::size_t) {
+        if (!expected(ec)) return self->finish(false, false);
+        if (self->response_.get().result() == http::status::switching_protocols) return self->tunnel();
+        if (self->response_.is_done())
+          return self->finish(self->request_.get().keep_alive() && self->response_.get().keep_alive(),
+                              self->response_.get().keep_alive());
+        self->response_body();
+      });
 }
 
 template <class Stream>
@@ -145,21 +151,22 @@ void port_exchange<Stream>::response_body() {
   auto& body = response_.get().body();
   body.data = down_.data();
   body.size = down_.size();
-  http::async_read(upstream_->socket, upstream_->buffer, response_,
-                   [self = this->shared_from_this()](error_code ec, std::size_t) {
-                     if (!expected(ec) && ec != http::error::end_of_stream) return self->finish(false, false);
-                     auto& b = self->response_.get().body();
-                     b.size = self->down_.size() - b.size;
-                     b.data = self->down_.data();
-                     b.more = !self->response_.is_done();
-                     http::async_write(self->client_, *self->response_out_, [self](error_code wec, std::size_t) {
-                       if (!expected(wec)) return self->finish(false, false);
-                       if (self->response_out_->is_done())
-                         return self->finish(self->request_.get().keep_alive() && self->response_.get().keep_alive(),
-                                             self->response_.get().keep_alive());
-                       self->response_body();
-                     });
-                   });
+  http::async_read(
+      upstream_->socket, upstream_->buffer, response_,
+      [self = this->shared_from_this()](error_code ec, std::size_t) {
+        if (!expected(ec) && ec != http::error::end_of_stream) return self->finish(false, false);
+        auto& b = self->response_.get().body();
+        b.size = self->down_.size() - b.size;
+        b.data = self->down_.data();
+        b.more = !self->response_.is_done();
+        http::async_write(self->client_, *self->response_out_, [self](error_code wec, std::size_t) {
+          if (!expected(wec)) return self->finish(false, false);
+          if (self->response_out_->is_done())
+            return self->finish(self->request_.get().keep_alive() && self->response_.get().keep_alive(),
+                                self->response_.get().keep_alive());
+          self->response_body();
+        });
+      });
 }
 
 template <class Stream>
@@ -183,10 +190,11 @@ void port_exchange<Stream>::tunnel() {
   upstream_->buffer.consume(upstream_->buffer.size());
   auto up = std::make_shared<std::string>(early_up);
   auto down = std::make_shared<std::string>(early_down);
-  boost::asio::async_write(upstream_->socket, boost::asio::buffer(*up), [self, up](error_code ec, std::size_t) {
-    if (ec) return self->tunnel_end();
-    self->tunnel_up();
-  });
+  boost::asio::async_write(upstream_->socket, boost::asio::buffer(*up),
+                           [self, up](error_code ec, std::size_t) {
+                             if (ec) return self->tunnel_end();
+                             self->tunnel_up();
+                           });
   boost::asio::async_write(client_, boost::asio::buffer(*down), [self, down](error_code ec, std::size_t) {
     if (ec) return self->tunnel_end();
     self->tunnel_down();
@@ -195,27 +203,28 @@ void port_exchange<Stream>::tunnel() {
 
 template <class Stream>
 void port_exchange<Stream>::tunnel_up() {
-  client_.async_read_some(boost::asio::buffer(up_), [self = this->shared_from_this()](error_code ec, std::size_t n) {
-    if (ec) return self->tunnel_end();
-    boost::asio::async_write(self->upstream_->socket, boost::asio::buffer(self->up_.data(), n),
-                             [self](error_code wec, std::size_t) {
-                               if (wec) return self->tunnel_end();
-                               self->tunnel_up();
-                             });
-  });
+  client_.async_read_some(
+      boost::asio::buffer(up_), [self = this->shared_from_this()](error_code ec, std::size_t n) {
+        if (ec) return self->tunnel_end();
+        boost::asio::async_write(self->upstream_->socket, boost::asio::buffer(self->up_.data(), n),
+                                 [self](error_code wec, std::size_t) {
+                                   if (wec) return self->tunnel_end();
+                                   self->tunnel_up();
+                                 });
+      });
 }
 
 template <class Stream>
 void port_exchange<Stream>::tunnel_down() {
-  upstream_->socket.async_read_some(boost::asio::buffer(down_), [self = this->shared_from_this()](error_code ec,
-                                                                                                   std::size_t n) {
-    if (ec) return self->tunnel_end();
-    boost::asio::async_write(self->client_, boost::asio::buffer(self->down_.data(), n),
-                             [self](error_code wec, std::size_t) {
-                               if (wec) return self->tunnel_end();
-                               self->tunnel_down();
-                             });
-  });
+  upstream_->socket.async_read_some(
+      boost::asio::buffer(down_), [self = this->shared_from_this()](error_code ec, std::size_t n) {
+        if (ec) return self->tunnel_end();
+        boost::asio::async_write(self->client_, boost::asio::buffer(self->down_.data(), n),
+                                 [self](error_code wec, std::size_t) {
+                                   if (wec) return self->tunnel_end();
+                                   self->tunnel_down();
+                                 });
+      });
 }
 
 template <class Stream>

@@ -33,7 +33,6 @@ struct port_upstream {
   std::uint16_t port = 0;
 };
 
-
 template <class Stream>
 class port_exchange final : public std::enable_shared_from_this<port_exchange<Stream>> {
  public:

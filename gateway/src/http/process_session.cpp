@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::size_t client_high_water_bytes = 4u << 20;  // queued for the client: stop reading the process
 constexpr std::size_t attachment_high_water_bytes = 1u << 20;  // stdin not yet taken: stop reading the client
-constexpr std::size_t max_client_message_bytes = 4u << 20;  // a stdin message, with its stream byte
+constexpr std::size_t max_client_message_bytes = 4u << 20;     // a stdin message, with its stream byte
 
 // The client's view of an attachment event.
 json client_event(const json& e) {
@@ -45,8 +45,8 @@ json client_event(const json& e) {
 
 template <class Stream>
 process_session<Stream>::process_session(Stream&& stream, std::shared_ptr<sandbox_entry> sandbox,
-                                         std::string process_id, sandboxing::unique_fd attachment, ws_limits limits,
-                                         connection_table::slot place)
+                                         std::string process_id, sandboxing::unique_fd attachment,
+                                         ws_limits limits, connection_table::slot place)
     : ws_(std::move(stream)),
       attachment_(ws_.get_executor()),
       sandbox_(std::move(sandbox)),
@@ -82,13 +82,15 @@ void process_session<Stream>::on_accept(beast::error_code ec) {
 
 template <class Stream>
 void process_session<Stream>::read_attachment() {
-  if (reading_attachment_ || closing_ || to_client_bytes_ >= client_high_water_bytes || !attachment_.is_open())
+  if (reading_attachment_ || closing_ || to_client_bytes_ >= client_high_water_bytes ||
+      !attachment_.is_open())
     return;
   reading_attachment_ = true;
-  attachment_.async_read_some(boost::asio::buffer(attachment_buffer_),
-                              [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                                self->on_attachment(ec, n);
-                              });
+  attachment_.async_read_some(
+      boost::asio::buffer(attachment_buffer_),
+      [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        self->on_attachment(ec, n);
+      });
 }
 
 template <class Stream>
@@ -159,7 +161,8 @@ void process_session<Stream>::do_write() {
 
 template <class Stream>
 void process_session<Stream>::read_client() {
-  if (reading_client_ || closing_ || to_attachment_.size() + attachment_writing_.size() >= attachment_high_water_bytes)
+  if (reading_client_ || closing_ ||
+      to_attachment_.size() + attachment_writing_.size() >= attachment_high_water_bytes)
     return;
   reading_client_ = true;
   ws_.async_read(client_buffer_, [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
@@ -193,7 +196,8 @@ void process_session<Stream>::client_message(std::string_view data, bool binary)
     const json rows = m.value("rows", json());
     if (!valid_terminal_size(cols) || !valid_terminal_size(rows))
       return client_error("resize: \"cols\" and \"rows\" must be integers from 1 to 10000");
-    return send_attachment(ps::frame_kind::control, json{{"op", "resize"}, {"cols", cols}, {"rows", rows}}.dump());
+    return send_attachment(ps::frame_kind::control,
+                           json{{"op", "resize"}, {"cols", cols}, {"rows", rows}}.dump());
   }
   if (type == "signal") {
     const auto sig = signal_number(m.value("signal", json()));
@@ -222,13 +226,14 @@ template <class Stream>
 void process_session<Stream>::write_attachment() {
   if (!attachment_writing_.empty() || to_attachment_.empty() || !attachment_.is_open()) return;
   attachment_writing_.swap(to_attachment_);
-  boost::asio::async_write(attachment_, boost::asio::buffer(attachment_writing_),
-                           [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-                             self->attachment_writing_.clear();
-                             if (ec) return;  // the read side sees the end and closes
-                             self->write_attachment();
-                             self->read_client();
-                           });
+  boost::asio::async_write(
+      attachment_, boost::asio::buffer(attachment_writing_),
+      [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+        self->attachment_writing_.clear();
+        if (ec) return;  // the read side sees the end and closes
+        self->write_attachment();
+        self->read_client();
+      });
 }
 
 template <class Stream>

@@ -75,7 +75,7 @@ class process_session final : public std::enable_shared_from_this<process_sessio
   };
   std::deque<out_message> to_client_;
   std::size_t to_client_bytes_ = 0;
-  std::string to_attachment_;      // framed stdin and controls not yet written
+  std::string to_attachment_;       // framed stdin and controls not yet written
   std::string attachment_writing_;  // what the write in flight holds
   bool writing_client_ = false;
   bool reading_attachment_ = false;

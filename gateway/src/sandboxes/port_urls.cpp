@@ -23,7 +23,8 @@ std::string read_or_make_key(const std::filesystem::path& file) {
   const std::string key = random_hex(32);
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write the port URL key " + file.string());
-  const bool ok = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fchmod(fd, 0600) == 0;
+  const bool ok =
+      ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fchmod(fd, 0600) == 0;
   ::close(fd);
   if (!ok) throw std::runtime_error("cannot write the port URL key " + file.string());
   return key;
@@ -33,11 +34,13 @@ std::string read_or_make_key(const std::filesystem::path& file) {
 
 port_urls::port_urls(const std::filesystem::path& key_file) : signer_(read_or_make_key(key_file)) {}
 
-std::string port_urls::subject(const std::string& sandbox_id, std::uint16_t port, std::int64_t expires_at) const {
+std::string port_urls::subject(const std::string& sandbox_id, std::uint16_t port,
+                               std::int64_t expires_at) const {
   return "sandgate-port-url-v1|" + sandbox_id + "|" + std::to_string(port) + "|" + std::to_string(expires_at);
 }
 
-std::string port_urls::token(const std::string& sandbox_id, std::uint16_t port, std::int64_t expires_at) const {
+std::string port_urls::token(const std::string& sandbox_id, std::uint16_t port,
+                             std::int64_t expires_at) const {
   return std::to_string(expires_at) + "." + signer_.sign(subject(sandbox_id, port, expires_at), "", "", "");
 }
 

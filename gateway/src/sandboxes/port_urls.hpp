@@ -18,13 +18,15 @@ class port_urls {
   // Reads the key at `key_file`, making it when missing. Throws std::runtime_error when it cannot.
   explicit port_urls(const std::filesystem::path& key_file);
 
-  [[nodiscard]] std::string token(const std::string& sandbox_id, std::uint16_t port, std::int64_t expires_at) const;
+  [[nodiscard]] std::string token(const std::string& sandbox_id, std::uint16_t port,
+                                  std::int64_t expires_at) const;
   // True for a token of this sandbox and port whose expiry is after `now` (unix seconds).
   [[nodiscard]] bool valid(std::string_view token, const std::string& sandbox_id, std::uint16_t port,
                            std::int64_t now) const;
 
  private:
-  [[nodiscard]] std::string subject(const std::string& sandbox_id, std::uint16_t port, std::int64_t expires_at) const;
+  [[nodiscard]] std::string subject(const std::string& sandbox_id, std::uint16_t port,
+                                    std::int64_t expires_at) const;
 
   protocol::signer signer_;
 };

@@ -29,7 +29,8 @@ const std::map<std::string, int>& signal_names() {
 
 std::optional<std::string> iso_ms(const json& ms) {
   if (!ms.is_number_integer()) return std::nullopt;
-  return protocol::iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms.get<std::int64_t>())));
+  return protocol::iso8601(
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(ms.get<std::int64_t>())));
 }
 
 json stream_model(const json& s) {
@@ -38,12 +39,14 @@ json stream_model(const json& s) {
 
 }  // namespace
 
-std::optional<process_start> parse_process_start(const json& body, const sandbox_entry& s, domain_error& err) {
+std::optional<process_start> parse_process_start(const json& body, const sandbox_entry& s,
+                                                 domain_error& err) {
   auto invalid = [&](std::string message) {
     err = {fault::invalid, std::move(message)};
     return std::nullopt;
   };
-  static const std::set<std::string> known = {"cmd", "cwd", "env", "stdin", "pty", "timeout_s", "buffer_bytes"};
+  static const std::set<std::string> known = {"cmd", "cwd",       "env",         "stdin",
+                                              "pty", "timeout_s", "buffer_bytes"};
   for (const auto& [k, v] : body.items())
     if (!known.contains(k)) return invalid("Unknown field \"" + k + "\"");
   process_start start;
@@ -96,7 +99,8 @@ std::optional<process_start> parse_process_start(const json& body, const sandbox
     if (!e.is_object() || e.size() > max_env_entries)
       return invalid("\"env\" must be an object of at most 256 strings");
     for (const auto& [k, v] : e.items()) {
-      if (!is_env_name(k) || !v.is_string() || v.get_ref<const std::string&>().find('\0') != std::string::npos)
+      if (!is_env_name(k) || !v.is_string() ||
+          v.get_ref<const std::string&>().find('\0') != std::string::npos)
         return invalid("\"env\": bad entry \"" + k + "\"");
       env[k] = v;
     }
@@ -108,7 +112,8 @@ std::optional<process_start> parse_process_start(const json& body, const sandbox
     streams["buffer_bytes"] = b;
   }
   start.id = "p" + random_hex(8);
-  start.op = {{"op", "spawn"}, {"id", start.id}, {"argv", argv}, {"env", env}, {"cwd", cwd}, {"streams", streams}};
+  start.op = {{"op", "spawn"}, {"id", start.id}, {"argv", argv},
+              {"env", env},    {"cwd", cwd},     {"streams", streams}};
   if (const auto& t = body.value("timeout_s", json()); !t.is_null()) {
     if (!t.is_number() || !(t.get<double>() > 0) || t.get<double>() > max_timeout_s)
       return invalid("\"timeout_s\" must be a positive number of seconds (at most a year)");
@@ -159,7 +164,8 @@ json process_model(const json& r) {
               {"oom", exit.is_object() && exit.value("oom", false)},
               {"timed_out", exit.is_object() && exit.value("timed_out", false)},
               {"started", iso_ms(r.value("started_ms", json())).value_or("")},
-              {"ended", iso_ms(r.value("ended_ms", json())) ? json(*iso_ms(r.value("ended_ms", json()))) : json(nullptr)},
+              {"ended", iso_ms(r.value("ended_ms", json())) ? json(*iso_ms(r.value("ended_ms", json())))
+                                                            : json(nullptr)},
               {"buffer_bytes", r.value("buffer_bytes", 0)},
               {"stdout", stream_model(r.value("stdout", json::object()))},
               {"stderr", stream_model(r.value("stderr", json::object()))},

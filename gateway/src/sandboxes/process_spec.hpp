@@ -17,16 +17,16 @@ namespace sandgate::gateway {
 inline constexpr std::uint64_t default_process_buffer_bytes = 1u << 20;  // per output stream
 
 struct process_start {
-  std::string id;      // the process's id, new
-  nlohmann::json op;   // the supervisor's spawn (without "req")
-  std::string cmd;     // the command string, or "" for an argv
+  std::string id;     // the process's id, new
+  nlohmann::json op;  // the supervisor's spawn (without "req")
+  std::string cmd;    // the command string, or "" for an argv
 };
 
 // A POST /api/sandboxes/{id}/processes body ({"cmd" string or argv array,
 // "cwd", "env", "stdin", "pty": {"cols", "rows"}, "timeout_s", "buffer_bytes"})
 // for sandbox `s`; nothing, with `err` naming the field, when it is not one.
-[[nodiscard]] std::optional<process_start> parse_process_start(const nlohmann::json& body, const sandbox_entry& s,
-                                                              domain_error& err);
+[[nodiscard]] std::optional<process_start> parse_process_start(const nlohmann::json& body,
+                                                               const sandbox_entry& s, domain_error& err);
 
 // A signal by name ("INT", "SIGTERM", "kill", ...) or number (1-64); nothing
 // for anything else.

@@ -61,7 +61,7 @@ struct metrics {
   std::map<std::string, std::uint64_t> connection_timeouts;  // by phase: request_head, tls_handshake, ...
   // Ports of sandboxes (api/ports_api, http/port_exchange).
   std::map<std::string, std::uint64_t> port_connections;  // by outcome: connected, refused, failed
-  std::uint64_t port_requests = 0;                         // requests relayed to a port
+  std::uint64_t port_requests = 0;                        // requests relayed to a port
 };
 
 // The gateway's one set of metrics.

@@ -116,8 +116,8 @@ class frame_decoder {
 
 // How a process spawned for the process API keeps its streams.
 struct stream_options {
-  std::uint64_t buffer_bytes = 1u << 20;  // held per output stream
-  bool stdin = false;                     // stdin stays open for writes
+  std::uint64_t buffer_bytes = 1u << 20;                       // held per output stream
+  bool stdin = false;                                          // stdin stays open for writes
   std::optional<std::pair<std::uint16_t, std::uint16_t>> pty;  // cols, rows: a terminal
 };
 inline constexpr std::uint64_t max_stream_buffer_bytes = 64u << 20;

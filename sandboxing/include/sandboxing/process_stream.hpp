@@ -23,7 +23,13 @@
 
 namespace sandgate::sandboxing::process_stream {
 
-enum class frame_kind : std::uint8_t { stdin_data = 0, stdout_data = 1, stderr_data = 2, event = 3, control = 4 };
+enum class frame_kind : std::uint8_t {
+  stdin_data = 0,
+  stdout_data = 1,
+  stderr_data = 2,
+  event = 3,
+  control = 4
+};
 
 inline constexpr std::size_t frame_header_bytes = 5;
 inline constexpr std::size_t max_attach_payload_bytes = 1u << 20;
