@@ -70,6 +70,7 @@ const std::vector<std::string> all_options = {
     "max-kernels",
     "allow-origin",
     "base-url",
+    "ports-domain",
     "certfile",
     "keyfile",
     "tokens-file",

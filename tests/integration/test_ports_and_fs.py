@@ -8,6 +8,7 @@ the sandbox user (system dirs read-only, lines and ranges, listings,
 renames, deletes). Needs root (as CI runs)."""
 
 import base64
+import datetime
 import hashlib
 import http.client
 import json
@@ -160,7 +161,8 @@ class Ports(GatewayTestCase):
         other_port = self.gw.request("POST", f"api/sandboxes/{self.sid}/port-urls", {"port": 8001}).json()["token"]
         expiring = self.gw.request("POST", f"api/sandboxes/{self.sid}/port-urls", {"port": 8000, "ttl_s": 1}).json()
         forged = mine[:-4] + ("0000" if not mine.endswith("0000") else "1111")
-        wait_until(lambda: time.time() > expiring["expires_at"], 5, "the token to expire")
+        expires = datetime.datetime.fromisoformat(expiring["expires_at"]).timestamp()  # RFC 3339
+        wait_until(lambda: time.time() > expires, 5, "the token to expire")
         for host, token in ((self.host(sid=other), mine), (self.host(), other_port), (self.host(), forged),
                             (self.host(), expiring["token"])):
             for how in ({"Cookie": f"sandgate_port={token}"}, None):

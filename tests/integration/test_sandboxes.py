@@ -253,7 +253,8 @@ class Files(SandboxTestCase):
                 self.assertNotIn(b"root:", r.body)
                 self.assertNotIn(b"host secret", r.body)
         # Writes through planted links never reach the host.
-        for path in ["decoy-link", "root-link/tmp/x", "proc-link/tmp/x", "../escape"]:
+        planted = "sandgate-planted-" + uuid.uuid4().hex[:8]  # a name nothing else on the host uses
+        for path in ["decoy-link", f"root-link/tmp/{planted}", f"proc-link/tmp/{planted}", "../escape"]:
             with self.subTest(write=path):
                 r = self.upload(self.sid, path, b"overwritten")
                 if r.status == 201:  # replaces the link itself, inside the workspace
@@ -262,7 +263,7 @@ class Files(SandboxTestCase):
                     self.assertIn(r.status, (400, 404), r)
         with open(decoy, "rb") as f:
             self.assertEqual(f.read(), b"host secret\n")
-        self.assertFalse(os.path.exists("/tmp/x"))
+        self.assertFalse(os.path.exists(f"/tmp/{planted}"))
         # A link that stays inside is followed.
         self.assertEqual(self.gw.request("GET", base + "ok-link").body, b"inside\n")
         self.assertEqual(self.gw.request("DELETE", base + "root-link").status, 204)

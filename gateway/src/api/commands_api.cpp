@@ -183,7 +183,10 @@ void router::post_command(context& ctx, const std::shared_ptr<sandbox_entry>& s)
         backstop->async_wait([s, finish, name](const boost::system::error_code& ec) {
           if (ec) return;
           s->box->kill_tree(name);
-          finish(exit_status{-1, SIGKILL, false, true, false}, true);
+          exit_status killed;
+          killed.signal = SIGKILL;
+          killed.timed_out = true;
+          finish(killed, true);
         });
       },
       [finish](const exit_status& st) { finish(st, false); },

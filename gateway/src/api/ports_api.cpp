@@ -7,6 +7,7 @@
 // relays (http/port_exchange); here is who may, and where to.
 #include "router.hpp"
 
+#include "../http/cookies.hpp"
 #include "../util/metrics.hpp"
 
 #include <gateway/ids.hpp>
@@ -46,16 +47,15 @@ std::string lower(std::string_view s) {
 
 // The value of cookie `name` in a Cookie header, or "".
 std::string cookie_value(std::string_view cookies, std::string_view name) {
-  while (!cookies.empty()) {
-    const auto semi = cookies.find(';');
-    auto item = cookies.substr(0, semi);
-    cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    if (item.size() > name.size() && item.starts_with(name) && item[name.size()] == '=')
-      return std::string(item.substr(name.size() + 1));
-  }
-  return "";
+  std::string value;
+  bool found = false;
+  for_each_cookie(cookies, [&](std::string_view n, std::string_view v, std::string_view) {
+    if (n == name && !found) {
+      value = v;
+      found = true;
+    }
+  });
+  return value;
 }
 
 }  // namespace
@@ -229,10 +229,10 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
   const json ttl = body->value("ttl_s", json(default_url_ttl_s));
   if (!ttl.is_number_unsigned() || ttl.get<std::uint64_t>() < 1 || ttl.get<std::uint64_t>() > max_url_ttl_s)
     return ctx.reply(ctx.error(http::status::bad_request, "\"ttl_s\" must be from 1 to 604800 (a week)"));
-  const std::string route = body->value("route", std::string(cfg_.ports_domain.empty() ? "path" : "host"));
-  if (route != "host" && route != "path")
+  const std::string route_kind = body->value("route", std::string(cfg_.ports_domain.empty() ? "path" : "host"));
+  if (route_kind != "host" && route_kind != "path")
     return ctx.reply(ctx.error(http::status::bad_request, "\"route\" must be \"host\" or \"path\""));
-  if (route == "host" && cfg_.ports_domain.empty())
+  if (route_kind == "host" && cfg_.ports_domain.empty())
     return ctx.reply(ctx.error(http::status::conflict, "The host-name route is off (--ports-domain '')"));
   const auto p = static_cast<std::uint16_t>(port.get<std::uint64_t>());
   const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl.get<std::uint64_t>());
@@ -243,7 +243,7 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
   if (authority.empty()) authority = cfg_.ip + ":" + std::to_string(cfg_.port);
   std::string url;
   std::string base;
-  if (route == "host") {
+  if (route_kind == "host") {
     const auto colon = authority.rfind(':');
     const std::string gateway_port =
         colon != std::string::npos && authority.find(']') == std::string::npos ? authority.substr(colon) : "";
@@ -253,13 +253,13 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
            std::to_string(p) + "/";
   }
   url = base + "?" + std::string(token_parameter) + "=" + token;
-  audit(ctx, "port.url", {{"sandbox_id", s->id}, {"port", p}, {"route", route}, {"expires_at", expires_at}});
+  audit(ctx, "port.url", {{"sandbox_id", s->id}, {"port", p}, {"route", route_kind}, {"expires_at", expires_at}});
   const auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(expires_at));
   ctx.reply(ctx.json(http::status::created, {{"url", url},
                                              {"base_url", base},
                                              {"token", token},
                                              {"port", p},
-                                             {"route", route},
+                                             {"route", route_kind},
                                              {"expires_at", protocol::iso8601(expires)}}));
 }
 

@@ -1,5 +1,7 @@
 #include "port_exchange.hpp"
 
+#include "cookies.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -14,17 +16,12 @@ namespace {
 // The Cookie header without the cookie named `name`.
 std::string without_cookie(std::string_view cookies, const std::string& name) {
   std::string out;
-  while (!cookies.empty()) {
-    const auto semi = cookies.find(';');
-    auto item = cookies.substr(0, semi);
-    cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    if (item.empty() || (item.starts_with(name) && item.size() > name.size() && item[name.size()] == '='))
-      continue;
+  for_each_cookie(cookies, [&](std::string_view n, std::string_view, std::string_view item) {
+    if (n == name)
+      return;
     if (!out.empty()) out += "; ";
     out += item;
-  }
+  });
   return out;
 }
 

@@ -24,6 +24,14 @@ namespace sandgate::gateway {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
+// The first whole second at least ttl_s from now: a deadline never comes
+// sooner than asked (now rounded down would cut up to a second off).
+[[nodiscard]] inline std::int64_t deadline_after(std::int64_t ttl_s) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) + ttl_s + (now.tv_nsec > 0 ? 1 : 0);
+}
+
 // The limits of a sandbox's policy that the API shows and quotas count.
 struct sandbox_limits {
   std::uint64_t memory_bytes = 0;

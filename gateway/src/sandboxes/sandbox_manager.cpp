@@ -84,7 +84,7 @@ bool sandbox_manager::write_policy(const sandbox_settings& settings, sandbox_ent
     return false;
   }
   entry.limits = limits_of(*policy);
-  entry.expires_at = unix_now() + static_cast<std::int64_t>(policy->ttl_s);
+  entry.expires_at = deadline_after(static_cast<std::int64_t>(policy->ttl_s));
   entry.max_execution_s = policy->max_execution_s;
   entry.egress_opened = sandboxing::egress_on(entry.network);
   entry.program_dirs = std::move(binds);
@@ -237,7 +237,7 @@ void sandbox_manager::destroy(const std::string& id, const std::string& reason) 
 void sandbox_manager::extend(const std::shared_ptr<sandbox_entry>& s, std::uint64_t ttl_s,
                              std::function<void(std::optional<domain_error>)> done) {
   if (auto e = policies_.check_ttl(ttl_s)) return done(std::move(e));
-  const std::int64_t expires_at = unix_now() + static_cast<std::int64_t>(ttl_s);
+  const std::int64_t expires_at = deadline_after(static_cast<std::int64_t>(ttl_s));
   s->box->extend(expires_at, [this, s, expires_at, done = std::move(done)](const std::string& error) {
     if (!error.empty()) return done(domain_error{fault::conflict, "cannot extend the sandbox: " + error});
     s->expires_at = expires_at;
