@@ -196,7 +196,8 @@ void plan_supervisor(const launch_options& options, const id_plan& ids, supervis
   // The first whole second at least ttl_s from now, never sooner than asked.
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  s.expires_at = static_cast<std::int64_t>(now.tv_sec) + static_cast<std::int64_t>(p.ttl_s) + (now.tv_nsec > 0 ? 1 : 0);
+  s.expires_at =
+      static_cast<std::int64_t>(now.tv_sec) + static_cast<std::int64_t>(p.ttl_s) + (now.tv_nsec > 0 ? 1 : 0);
   s.max_execution_s = p.max_execution_s;
   if (egress_on(p.network)) {
     // Programs find the proxy without being told (curl, urllib, pip, git, npm);

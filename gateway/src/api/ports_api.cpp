@@ -229,7 +229,8 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
   const json ttl = body->value("ttl_s", json(default_url_ttl_s));
   if (!ttl.is_number_unsigned() || ttl.get<std::uint64_t>() < 1 || ttl.get<std::uint64_t>() > max_url_ttl_s)
     return ctx.reply(ctx.error(http::status::bad_request, "\"ttl_s\" must be from 1 to 604800 (a week)"));
-  const std::string route_kind = body->value("route", std::string(cfg_.ports_domain.empty() ? "path" : "host"));
+  const std::string route_kind =
+      body->value("route", std::string(cfg_.ports_domain.empty() ? "path" : "host"));
   if (route_kind != "host" && route_kind != "path")
     return ctx.reply(ctx.error(http::status::bad_request, "\"route\" must be \"host\" or \"path\""));
   if (route_kind == "host" && cfg_.ports_domain.empty())
@@ -253,7 +254,8 @@ void router::post_port_url(context& ctx, const std::string& sandbox_id) {
            std::to_string(p) + "/";
   }
   url = base + "?" + std::string(token_parameter) + "=" + token;
-  audit(ctx, "port.url", {{"sandbox_id", s->id}, {"port", p}, {"route", route_kind}, {"expires_at", expires_at}});
+  audit(ctx, "port.url",
+        {{"sandbox_id", s->id}, {"port", p}, {"route", route_kind}, {"expires_at", expires_at}});
   const auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(expires_at));
   ctx.reply(ctx.json(http::status::created, {{"url", url},
                                              {"base_url", base},

@@ -16,8 +16,7 @@ void for_each_cookie(std::string_view cookies, Visit&& visit) {
     cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
     while (!item.empty() && item.front() == ' ')
       item.remove_prefix(1);
-    if (item.empty())
-      continue;
+    if (item.empty()) continue;
     const auto eq = item.find('=');
     visit(item.substr(0, eq), eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1), item);
   }

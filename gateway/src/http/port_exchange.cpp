@@ -17,8 +17,7 @@ namespace {
 std::string without_cookie(std::string_view cookies, const std::string& name) {
   std::string out;
   for_each_cookie(cookies, [&](std::string_view n, std::string_view, std::string_view item) {
-    if (n == name)
-      return;
+    if (n == name) return;
     if (!out.empty()) out += "; ";
     out += item;
   });
