@@ -102,6 +102,13 @@ class supervisor {
   void process_ended(const supervised_child& c, const control::exit_event& event);
   void on_attachment(int fd, std::uint32_t events);
   void pump_attachment(int fd);
+  // The attachment at fd and its process; none (the attachment closed) when
+  // either is gone.
+  struct attachment_of {
+    attachment& a;
+    stream_process& p;
+  };
+  std::optional<attachment_of> attached_at(int fd);
   void pump_attachments(stream_process& p);
   void refill(attachment& a, const stream_process& p);
   void close_attachment(int fd);

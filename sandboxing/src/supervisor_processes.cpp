@@ -313,13 +313,22 @@ void supervisor::refill(attachment& a, const stream_process& p) {
   }
 }
 
-void supervisor::pump_attachment(int fd) {
+std::optional<supervisor::attachment_of> supervisor::attached_at(int fd) {
   const auto it = attachments_.find(fd);
-  if (it == attachments_.end()) return;
-  attachment& a = it->second;
-  const auto found = processes_.find(a.process);
-  if (found == processes_.end()) return close_attachment(fd);
-  stream_process& p = found->second;
+  if (it == attachments_.end()) return std::nullopt;
+  const auto found = processes_.find(it->second.process);
+  if (found == processes_.end()) {
+    close_attachment(fd);
+    return std::nullopt;
+  }
+  return attachment_of{it->second, found->second};
+}
+
+void supervisor::pump_attachment(int fd) {
+  const auto at = attached_at(fd);
+  if (!at) return;
+  attachment& a = at->a;
+  stream_process& p = at->p;
   bool moved = false;
   for (;;) {
     if (a.out_sent == a.out.size()) {
@@ -372,12 +381,10 @@ void supervisor::on_attachment(int fd, std::uint32_t events) {
   if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) return;
   static char buffer[read_chunk_bytes];
   for (;;) {
-    const auto it = attachments_.find(fd);
-    if (it == attachments_.end()) return;
-    attachment& a = it->second;
-    const auto found = processes_.find(a.process);
-    if (found == processes_.end()) return close_attachment(fd);
-    stream_process& p = found->second;
+    const auto at = attached_at(fd);
+    if (!at) return;
+    attachment& a = at->a;
+    stream_process& p = at->p;
     if (!(a.interest & EPOLLIN)) return;  // its stdin waits for the process to read
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;

@@ -81,9 +81,7 @@ class Ports(GatewayTestCase):
 
     @classmethod
     def sandbox(cls):
-        r = cls.gw.request("POST", "api/sandboxes", {"ttl_s": 3600}, timeout=60)
-        assert r.status == 201, r
-        return r.json()["id"]
+        return cls.gw.create_sandbox()
 
     @classmethod
     def serve(cls, sid, port):
@@ -203,9 +201,7 @@ class FileTree(GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        r = cls.gw.request("POST", "api/sandboxes", {"ttl_s": 3600}, timeout=60)
-        assert r.status == 201, r
-        cls.sid = r.json()["id"]
+        cls.sid = cls.gw.create_sandbox()
 
     def fs(self, method, what="", status=None, raw=None, body=None, headers=None, **query):
         path = f"api/sandboxes/{self.sid}/fs" + (f"/{what}" if what else "") + "?" + urllib.parse.urlencode(query)

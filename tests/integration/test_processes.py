@@ -74,9 +74,7 @@ class Processes(GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        r = cls.gw.request("POST", "api/sandboxes", {"ttl_s": 3600}, timeout=60)
-        assert r.status == 201, r
-        cls.sid = r.json()["id"]
+        cls.sid = cls.gw.create_sandbox()
 
     def start(self, status=201, sid=None, **body):
         r = self.gw.request("POST", f"api/sandboxes/{sid or self.sid}/processes", body, timeout=60)

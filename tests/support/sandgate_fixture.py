@@ -485,6 +485,13 @@ class Gateway:
         self.sandbox_of[model["id"]] = model.get("sandbox_id")
         return model["id"]
 
+    def create_sandbox(self, ttl_s=3600, timeout=60, **body):
+        """POST /api/sandboxes; the new sandbox's id."""
+        r = self.request("POST", "api/sandboxes", {"ttl_s": ttl_s, **body}, timeout=timeout)
+        if r.status != 201:
+            raise AssertionError(f"POST /api/sandboxes: {r}; log ends:\n{self.log_tail(10)}")
+        return r.json()["id"]
+
     def sandbox_id(self, kid):
         """The id of a kernel's sandbox (remembered, so it is known after DELETE)."""
         if not self.sandbox_of.get(kid):
