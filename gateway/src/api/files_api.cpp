@@ -264,9 +264,9 @@ bool router::is_upload(const http::request_header<>& header) const {
 }
 
 void router::begin_upload(const http::request_header<>& header, responder respond,
-                          std::function<void(upload_start)> ready) {
+                          const std::function<void(upload_start)>& ready) {
   auto t = boost::urls::parse_origin_form(header.target());
-  if (t && t->path().ends_with("/fs")) return begin_fs_upload(header, std::move(respond), std::move(ready));
+  if (t && t->path().ends_with("/fs")) return begin_fs_upload(header, std::move(respond), ready);
   ready(begin_workspace_upload(header, std::move(respond)));
 }
 

@@ -221,7 +221,7 @@ void router::fs_delete(context& ctx, const std::shared_ptr<sandbox_entry>& s) {
 namespace sandgate::gateway {
 
 void router::begin_fs_upload(const http::request_header<>& header, responder respond,
-                             std::function<void(upload_start)> ready) {
+                             const std::function<void(upload_start)>& ready) {
   auto ctx = std::make_shared<context>();
   ctx->owner = this;
   ctx->req = request(http::request_header<>(header));

@@ -105,7 +105,7 @@ class router {
   // Calls `ready` with what to do (at once for the workspace; once the
   // supervisor made the temporary file for an upload elsewhere in the sandbox).
   void begin_upload(const boost::beast::http::request_header<>& header, responder respond,
-                    std::function<void(upload_start)> ready);
+                    const std::function<void(upload_start)>& ready);
   // The body will not be written: what was is dropped (nobody is answered).
   void abort_upload(const std::shared_ptr<upload_job>& job);
   // The body was read (ec: why not); answers through the job's responder.
@@ -274,7 +274,7 @@ class router {
   void delete_file(context& ctx, const std::shared_ptr<sandbox_entry>& s, const std::string& path);
   upload_start begin_workspace_upload(const boost::beast::http::request_header<>& header, responder respond);
   void begin_fs_upload(const boost::beast::http::request_header<>& header, responder respond,
-                       std::function<void(upload_start)> ready);
+                       const std::function<void(upload_start)>& ready);
   void finish_fs_upload(const std::shared_ptr<upload_job>& job, boost::beast::error_code ec);
   // Sends an open regular file (`size` bytes; a Range request gets its part)
   // as the answer; `path` chooses its content type.

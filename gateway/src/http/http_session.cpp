@@ -106,7 +106,7 @@ void http_session<Stream>::on_header(beast::error_code ec) {
   if (ec) return (void)answer_read_error(ec);
   place_.busy();
   beast::get_lowest_layer(stream_).expires_after(limits_.idle);  // for the body, and the answer
-  if (auto port = router_.port_target_of(header_parser_->get())) return proxy_port(std::move(*port));
+  if (auto port = router_.port_target_of(header_parser_->get())) return proxy_port(*port);
   auto respond = [self = this->shared_from_this()](http::message_generator&& res) {
     self->send(std::move(res));
   };
@@ -238,7 +238,7 @@ void http_session<Stream>::on_read(beast::error_code ec) {
 }
 
 template <class Stream>
-void http_session<Stream>::proxy_port(router::port_target target) {
+void http_session<Stream>::proxy_port(const router::port_target& target) {
   const bool body = header_parser_->chunked() || header_parser_->content_length().value_or(0) > 0;
   auto admitted = router_.admit_port(header_parser_->get(), target, std::is_same_v<Stream, tls_stream>);
   if (auto* answer = std::get_if<router::response>(&admitted)) {

@@ -53,7 +53,7 @@ class http_session final : public std::enable_shared_from_this<http_session<Stre
   bool answer_read_error(boost::beast::error_code ec);
   // A request for a port of a sandbox: admitted, then relayed (port_exchange)
   // on this connection, over the connection to the port kept from the last one.
-  void proxy_port(router::port_target target);
+  void proxy_port(const router::port_target& target);
   void relay_port(router::port_grant grant, std::shared_ptr<port_upstream> upstream);
   void send(boost::beast::http::message_generator&& res);
   void on_write(bool keep_alive, boost::beast::error_code ec);

@@ -237,7 +237,7 @@ void process_session<Stream>::write_attachment() {
 }
 
 template <class Stream>
-void process_session<Stream>::finish(websocket::close_code code, std::string reason) {
+void process_session<Stream>::finish(websocket::close_code code, const std::string& reason) {
   if (closing_) return;
   closing_ = true;
   close_reason_ = websocket::close_reason(code, reason);

@@ -58,7 +58,7 @@ class process_session final : public std::enable_shared_from_this<process_sessio
   void send_attachment(sandboxing::process_stream::frame_kind kind, std::string_view payload);
   void write_attachment();
   // Closes the WebSocket once what is queued went out.
-  void finish(boost::beast::websocket::close_code code, std::string reason);
+  void finish(boost::beast::websocket::close_code code, const std::string& reason);
   void stop();
 
   boost::beast::websocket::stream<Stream> ws_;

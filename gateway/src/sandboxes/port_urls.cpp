@@ -20,7 +20,7 @@ std::string read_or_make_key(const std::filesystem::path& file) {
     std::string key;
     if (in >> key && key.size() == 64) return key;
   }
-  const std::string key = random_hex(32);
+  std::string key = random_hex(32);
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write the port URL key " + file.string());
   const bool ok =
