@@ -10,8 +10,9 @@ void output_ring::grow(std::size_t wanted) {
   const std::size_t next = std::min(capacity_, std::max({wanted, data_.size() * 2, std::size_t{4096}}));
   std::vector<char> bigger(next);
   const auto [first, second] = from(begin());
-  std::memcpy(bigger.data(), first.data(), first.size());
-  std::memcpy(bigger.data() + first.size(), second.data(), second.size());
+  // std::copy, not memcpy: an empty ring's spans have no data pointer.
+  const auto tail = std::copy(first.begin(), first.end(), bigger.begin());
+  std::copy(second.begin(), second.end(), tail);
   data_ = std::move(bigger);
   head_ = 0;
 }

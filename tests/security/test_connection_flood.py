@@ -404,7 +404,11 @@ class DeadlinesAndDescriptors(unittest.TestCase):
                 self.assertEqual(m['sandgate_connection_timeouts_total{phase="request_head"}'], 1)
 
     def test_out_of_descriptors_does_not_spin(self):
-        gw = Gateway("--http-header-timeout-s", "10", name="OutOfDescriptors", log_dir=self.log_dir)
+        with socket.socket() as probe:  # a free port for the agent-check listener, which runs out too
+            probe.bind(("127.0.0.1", 0))
+            agent_port = probe.getsockname()[1]
+        gw = Gateway("--http-header-timeout-s", "10", "--agent-check-port", str(agent_port),
+                     name="OutOfDescriptors", log_dir=self.log_dir)
         with gw:
             limits = resource.prlimit(gw.pid, resource.RLIMIT_NOFILE)
             in_use = len(os.listdir(f"/proc/{gw.pid}/fd"))
@@ -417,6 +421,7 @@ class DeadlinesAndDescriptors(unittest.TestCase):
                 wait_until(lambda: any(e.get("event") == "out_of_descriptors" for e in gw.log_events()), 5,
                            "out_of_descriptors in the log")
                 more = flood.open("127.0.0.4", 10)  # they keep coming while descriptors are out
+                checks = [socket.create_connection((gw.host, agent_port)) for _ in range(3)]
                 used = cpu_seconds(gw.pid)
                 flood.pump(1.0)
                 self.assertLess(cpu_seconds(gw.pid) - used, 0.3, "the accept loop spins")
@@ -424,11 +429,17 @@ class DeadlinesAndDescriptors(unittest.TestCase):
             finally:
                 flood.close_all()
                 resource.prlimit(gw.pid, resource.RLIMIT_NOFILE, limits)
+            for check in checks:  # waited in the backlog; answered once descriptors are back
+                check.settimeout(5)
+                self.assertRegex(check.makefile("rb").readline(), rb"^(ready \d+%|drain)\n$")
+                check.close()
             self.assertEqual(gw.request("GET", "api").status, 200)
             refused = metrics(gw)['sandgate_connections_refused_total{reason="descriptors"}']
             self.assertGreaterEqual(refused, 40 + 10 - 8)
             failed = [e for e in gw.log_events() if e.get("event") == "accept_failed"]
             self.assertEqual(failed, [])
+            agent_failed = [e for e in gw.log_events() if e.get("event") == "agent_check_accept_failed"]
+            self.assertLessEqual(len(agent_failed), 1, "one line per streak of failed accepts")
 
 
 if __name__ == "__main__":

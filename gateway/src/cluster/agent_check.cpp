@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace sandgate::gateway {
@@ -22,7 +23,7 @@ std::string capacity_report(std::size_t free, std::size_t max, bool draining) {
 
 agent_check::agent_check(asio::io_context& io, const tcp::endpoint& endpoint,
                          std::function<std::string()> report)
-    : acceptor_(io), report_(std::move(report)) {
+    : acceptor_(io), report_(std::move(report)), retry_(io) {
   listen_on(acceptor_, endpoint);
   accept();
 }
@@ -30,23 +31,31 @@ agent_check::agent_check(asio::io_context& io, const tcp::endpoint& endpoint,
 void agent_check::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  retry_.cancel();
 }
 
 void agent_check::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      auto s = std::make_shared<tcp::socket>(std::move(socket));
-      auto line = std::make_shared<std::string>(report_());
-      asio::async_write(*s, asio::buffer(*line), [s, line](boost::system::error_code, std::size_t) {
-        boost::system::error_code ignored;
-        s->shutdown(tcp::socket::shutdown_both, ignored);
-        s->close(ignored);
-      });
-    } else {
-      log::warn("agent_check_accept_failed", {{"error", ec.message()}});
-    }
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) return accept_later(ec);
+    failing_ = false;
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    auto line = std::make_shared<std::string>(report_());
+    asio::async_write(*s, asio::buffer(*line), [s, line](boost::system::error_code, std::size_t) {
+      boost::system::error_code ignored;
+      s->shutdown(tcp::socket::shutdown_both, ignored);
+      s->close(ignored);
+    });
     accept();
+  });
+}
+
+void agent_check::accept_later(const boost::system::error_code& ec) {
+  if (!failing_) log::warn("agent_check_accept_failed", {{"error", ec.message()}});
+  failing_ = true;
+  retry_.expires_after(std::chrono::milliseconds(100));
+  retry_.async_wait([this](boost::system::error_code wait_ec) {
+    if (!wait_ec && acceptor_.is_open()) accept();
   });
 }
 

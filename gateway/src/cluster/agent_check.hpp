@@ -7,6 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -27,9 +28,14 @@ class agent_check {
 
  private:
   void accept();
+  // A failed accept (out of descriptors, most often) is logged once per
+  // streak and tried again after a pause, never at once in a spin.
+  void accept_later(const boost::system::error_code& ec);
 
   boost::asio::ip::tcp::acceptor acceptor_;
   std::function<std::string()> report_;
+  boost::asio::steady_timer retry_;
+  bool failing_ = false;
 };
 
 }  // namespace sandgate::gateway

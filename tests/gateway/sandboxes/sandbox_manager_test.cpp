@@ -97,7 +97,8 @@ TEST(sandbox_manager, a_sandbox_keeps_what_its_policy_gives_the_supervisor) {
     EXPECT_EQ(s->limits.pids, read["limits"]["pids"].get<std::uint64_t>());
     EXPECT_EQ(s->limits.workspace_bytes, read["limits"]["workspace_bytes"].get<std::uint64_t>());
     EXPECT_EQ(s->max_execution_s, read["max_execution_s"].get<std::uint64_t>());
-    EXPECT_LE(s->expires_at, unix_now() + read["ttl_s"].get<std::int64_t>());
+    // The deadline rounds up to the next whole second.
+    EXPECT_LE(s->expires_at, unix_now() + read["ttl_s"].get<std::int64_t>() + 1);
     EXPECT_GE(s->expires_at, unix_now() + read["ttl_s"].get<std::int64_t>() - 60);
   }
   EXPECT_EQ(plain->limits.memory_bytes, 2048 * mib);
