@@ -23,6 +23,7 @@ test_packages=(
   "${r_packages[@]}"
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-jupyter-client python3-ipykernel jupyter-notebook python3-jupyter-server python3-websocket xpython
+  python3-mypy python3-venv python3-pip python3-setuptools python3-wheel
   clang-14 libclang-rt-14-dev clang-format clang-tidy
   chromium fonts-dejavu-core openssl python3-ipywidgets jupyter-nbextension-jupyter-js-widgets
   haproxy tmux

@@ -51,7 +51,8 @@ router::router(const config& cfg, kernel_manager& kernels, registry& reg, std::s
       audit_(audit),
       execution_audit_(std::make_shared<execution_audit>(kernels.io(), audit)),
       openapi_(load_openapi_document(openapi_file, cfg.base_url)),
-      port_urls_(std::make_unique<port_urls>(cfg.state_dir / "port-url.key")) {
+      port_urls_(std::make_unique<port_urls>(cfg.state_dir / "port-url.key")),
+      mcp_(std::make_unique<mcp_server>()) {
   for (const auto& k : kernels_.list())  // taken back from an earlier gateway
     watch(k);
   sessions_.restore([this](const std::string& kernel_id) { return kernels_.find(kernel_id) != nullptr; });
@@ -218,6 +219,7 @@ bool router::prepare(context& ctx) {
   }
   const auto token = ctx.query.count("token") ? ctx.query["token"] : std::string();
   if (auto rejection = authenticate(ctx.req, token, ctx.who)) {
+    if (ctx.parts.size() == 1 && ctx.parts[0] == "mcp") as_mcp_refusal(*rejection);
     ctx.reply(std::move(*rejection));
     return false;
   }
@@ -232,6 +234,7 @@ std::optional<router::response> router::refuse_before_body(const http::request_h
   principal who;
   auto refusal = authenticate(req, t->query.count("token") ? t->query["token"] : std::string(), who);
   if (!refusal) return std::nullopt;
+  if (t->segments.size() == 1 && t->segments[0] == "mcp") as_mcp_refusal(*refusal);
   add_cors(req, refusal->base());
   refusal->keep_alive(false);
   refusal->prepare_payload();

@@ -8,6 +8,7 @@
 #include "../cluster/peer_directory.hpp"
 #include "../kernels/execution_audit.hpp"
 #include "../kernels/kernel_manager.hpp"
+#include "../mcp/mcp_server.hpp"
 #include "../sandboxes/port_urls.hpp"
 #include "../sandboxes/workspace_files.hpp"
 #include "sessions.hpp"
@@ -263,6 +264,10 @@ class router {
   // unknown `process_id`), else hands `then` the reply's data.
   void ask_supervisor(context& ctx, const std::shared_ptr<sandbox_entry>& s, nlohmann::json op,
                       const std::string& process_id, std::function<void(const nlohmann::json&)> then);
+  // mcp_api.cpp: the MCP endpoint, whose tools call this router as the caller.
+  void mcp_request(context& ctx);
+  // A refusal of a request to /mcp as MCP clients expect it: 401 with a Bearer challenge.
+  static void as_mcp_refusal(response& res);
   // ports_api.cpp
   void list_ports(context& ctx, const std::string& sandbox_id);
   void post_port_url(context& ctx, const std::string& sandbox_id);
@@ -324,6 +329,7 @@ class router {
   std::shared_ptr<execution_audit> execution_audit_;
   std::string openapi_;                   // the document's text; empty when it could not be read
   std::unique_ptr<port_urls> port_urls_;  // signs and checks ports' URLs
+  std::unique_ptr<mcp_server> mcp_;
 };
 
 }  // namespace sandgate::gateway

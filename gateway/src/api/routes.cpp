@@ -139,6 +139,9 @@ const std::vector<router::route>& router::routes() {
       {verb::put, "api/sandboxes/{}/files/**", resource::sandbox,
        [](r& self, context& c, args a) { self.file_request(c, a[0]); }},
 
+      {verb::post, "mcp", resource::none, [](r& self, context& c, args) { self.mcp_request(c); }},
+      {verb::get, "mcp", resource::none, [](r& self, context& c, args) { self.mcp_request(c); }},
+      {verb::delete_, "mcp", resource::none, [](r& self, context& c, args) { self.mcp_request(c); }},
       {verb::get, "api/sessions", resource::none, [](r& self, context& c, args) { self.list_sessions(c); }},
       {verb::post, "api/sessions", resource::none, [](r& self, context& c, args) { self.post_session(c); }},
       {verb::get, "api/sessions/{}", resource::session,
