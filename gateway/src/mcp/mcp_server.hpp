@@ -35,7 +35,7 @@ class mcp_server {
 
   // Sessions: at most `sessions_per_principal` each (the least recently used
   // gives way), ended after `session_idle` without a request.
-  explicit mcp_server(std::size_t sessions_per_principal = 64,
+  explicit mcp_server(std::size_t sessions_per_principal = 1000,
                       std::chrono::seconds session_idle = std::chrono::hours(24));
 
   // Answers one request to the endpoint by `principal` (authenticated, its
