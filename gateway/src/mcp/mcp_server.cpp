@@ -514,6 +514,8 @@ void mcp_server::close_sandbox(const call_ptr& c, const json& args) {
            if (!ok(res)) return api_failed(c, res);
            for (auto& [sid, s] : sessions_)
              if (s.sandbox_id == id) s.sandbox_id.clear();
+           std::erase_if(kernels_,
+                         [&](const auto& kv) { return kv.first.find("/" + id + "/") != std::string::npos; });
            answer(c, mcp::tool_result({{"sandbox_id", id}, {"closed", true}}));
          });
 }

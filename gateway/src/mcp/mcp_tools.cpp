@@ -27,8 +27,10 @@ json object_schema(json properties, std::vector<std::string> required) {
           {"additionalProperties", false}};
 }
 
-json nullable(const char* type) {
-  return json::array({type, "null"});
+// One of two types, as anyOf branches of one type each: clients that map
+// schemas onto a single-type dialect (Gemini's function declarations) take it.
+json either(const char* type, const char* other) {
+  return {{"anyOf", json::array({{{"type", type}}, {{"type", other}}})}};
 }
 
 // The definitions, keyed by name, with run_code's language list filled in later.
@@ -58,16 +60,17 @@ const json& definitions() {
                          {"kernel_id", {{"type", "string"}}},
                          {"language", {{"type", "string"}}},
                          {"status", {{"type", "string"}}},
-                         {"execution_count", {{"type", nullable("integer")}}},
+                         {"execution_count", either("integer", "null")},
                          {"stdout", {{"type", "string"}}},
                          {"stderr", {{"type", "string"}}},
-                         {"result", {{"type", nullable("string")}}},
+                         {"result", either("string", "null")},
                          {"error",
-                          {{"type", nullable("object")},
-                           {"properties",
-                            {{"ename", {{"type", "string"}}},
-                             {"evalue", {{"type", "string"}}},
-                             {"traceback", {{"type", "string"}}}}}}},
+                          {{"anyOf", json::array({{{"type", "object"},
+                                                   {"properties",
+                                                    {{"ename", {{"type", "string"}}},
+                                                     {"evalue", {{"type", "string"}}},
+                                                     {"traceback", {{"type", "string"}}}}}},
+                                                  {{"type", "null"}}})}}},
                          {"displays", {{"type", "integer"}}},
                          {"timed_out", {{"type", "boolean"}}},
                          {"kernel_restarted", {{"type", "boolean"}}},
@@ -90,8 +93,8 @@ const json& definitions() {
          {"outputSchema", object_schema({{"sandbox_id", {{"type", "string"}}},
                                          {"stdout", {{"type", "string"}}},
                                          {"stderr", {{"type", "string"}}},
-                                         {"exit_code", {{"type", nullable("integer")}}},
-                                         {"signal", {{"type", nullable("integer")}}},
+                                         {"exit_code", either("integer", "null")},
+                                         {"signal", either("integer", "null")},
                                          {"timed_out", {{"type", "boolean"}}},
                                          {"truncated", {{"type", "boolean"}}}},
                                         {"sandbox_id", "stdout", "stderr", "exit_code"})},
@@ -99,7 +102,7 @@ const json& definitions() {
     const json sandbox_schema = object_schema({{"sandbox_id", {{"type", "string"}}},
                                                {"expires_at", {{"type", "string"}}},
                                                {"metadata", {{"type", "object"}}},
-                                               {"network", {{"type", json::array({"string", "object"})}}}},
+                                               {"network", either("string", "object")}},
                                               {"sandbox_id", "expires_at"});
     t.push_back(
         {{"name", "create_sandbox"},
@@ -116,7 +119,7 @@ const json& definitions() {
                  {"additionalProperties", {{"type", "string"}}},
                  {"description", "Labels (string values) to find it by."}}},
                {"network",
-                {{"type", json::array({"string", "object"})},
+                {{"anyOf", either("string", "object")["anyOf"]},
                  {"description",
                   "\"none\", \"loopback\", \"allow\" with hosts, or \"open\", within the operator's "
                   "ceiling."}}}},
@@ -218,13 +221,31 @@ bool has_type(const json& value, const std::string& type) {
   return false;
 }
 
+// "a string", "an object".
+std::string with_article(const std::string& type) {
+  const bool vowel = !type.empty() && std::string_view("aeiou").find(type[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + type;
+}
+
 // Checks `value` against the keywords the definitions use.
 std::optional<std::string> schema_error(const json& schema, const json& value, const std::string& where) {
+  if (const auto any = schema.find("anyOf"); any != schema.end()) {
+    std::string types;
+    std::optional<std::string> only;  // the error of the one branch of the value's type
+    for (const auto& branch : *any) {
+      auto err = schema_error(branch, value, where);
+      if (!err) return std::nullopt;
+      const auto type = branch.value("type", std::string());
+      types += (types.empty() ? "" : " or ") + with_article(type);
+      if (has_type(value, type)) only = err;
+    }
+    return only ? only : where + " must be " + types;
+  }
   if (const auto type = schema.find("type"); type != schema.end()) {
     const json types = type->is_array() ? *type : json::array({*type});
     if (std::none_of(types.begin(), types.end(), [&](const json& t) { return has_type(value, t); }))
       return where + " must be " +
-             (types.size() == 1 ? "a " + types[0].get<std::string>() : "one of " + types.dump());
+             (types.size() == 1 ? with_article(types[0].get<std::string>()) : "one of " + types.dump());
   }
   if (const auto e = schema.find("enum");
       e != schema.end() && std::find(e->begin(), e->end(), value) == e->end())

@@ -101,6 +101,9 @@ TEST(mcp_tools, arguments_are_checked_against_the_input_schema) {
             "arguments.metadata.k must be a string");
   EXPECT_EQ(argument_error("write_file", {{"path", "a"}, {"content", "b"}, {"encoding", "hex"}}),
             R"(arguments.encoding must be one of ["utf-8","base64"])");
+  EXPECT_EQ(argument_error("create_sandbox", {{"network", 3}}),
+            "arguments.network must be a string or an object");
+  EXPECT_FALSE(argument_error("create_sandbox", {{"network", {{"mode", "none"}}}}));
   EXPECT_FALSE(is_tool("rm_rf"));
 }
 
