@@ -92,6 +92,10 @@ class Mcp(unittest.TestCase):
         r = self.gw.request("GET", "mcp", headers={"Accept": "text/event-stream", **session},
                             token=self.tokens["alice"], auth="bearer")
         self.assertEqual((r.status, r.headers.get("Allow")), (405, "POST, DELETE"))
+        deep = (b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"create_sandbox","arguments":'
+                b'{"network":' + b"[" * 200000 + b"]" * 200000 + b"}}}")
+        r = self.post(None, session, raw=deep)
+        self.assertEqual((r.status, r.json()["error"]["code"]), (400, -32700), "nesting is bounded")
         # The session still answers after all that.
         self.assertEqual(self.post({"jsonrpc": "2.0", "id": 4, "method": "ping"}, session).json()["result"], {})
         r = self.gw.request("DELETE", "mcp", headers=session, token=self.tokens["alice"], auth="bearer")

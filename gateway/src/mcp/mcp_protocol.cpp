@@ -1,5 +1,7 @@
 #include "mcp_protocol.hpp"
 
+#include "../util/json_input.hpp"
+
 #include <sandboxing/base64.hpp>
 
 namespace sandgate::gateway::mcp {
@@ -40,8 +42,10 @@ bool is_session_version(std::string_view version) {
 }
 
 std::variant<message, rpc_error> parse_message(std::string_view body) {
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded()) return rpc_error{parse_error, "Parse error: the body is not JSON", nullptr, 400};
+  // Bounded nesting: the message is copied and written out, which recurses once per level.
+  json doc = parse_json(body);
+  if (doc.is_discarded())
+    return rpc_error{parse_error, "Parse error: the body is not JSON, or nests too deep", nullptr, 400};
   if (doc.is_array())
     return rpc_error{invalid_request, "Invalid request: batches are not supported by this protocol version",
                      nullptr, 400};

@@ -30,6 +30,12 @@ TEST(mcp_message, each_kind_parses_and_bad_bodies_name_their_fault) {
             message::kind::response);
 
   EXPECT_EQ(error_of("{nope").code, parse_error);
+  // Nesting that would overflow the stack when the arguments are copied or written out.
+  const std::string deep =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_sandbox",)"
+      R"("arguments":{"network":)" +
+      std::string(200000, '[') + std::string(200000, ']') + "}}}";
+  EXPECT_EQ(error_of(deep).code, parse_error);
   EXPECT_EQ(error_of(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])").code, invalid_request);
   EXPECT_EQ(error_of(R"({"id":1,"method":"ping"})").code, invalid_request);
   EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":{"x":1},"method":"ping"})").code, invalid_request);
